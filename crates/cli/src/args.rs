@@ -1,0 +1,168 @@
+//! The command-line shape, fixed for every stage.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Counterfactual evaluation of clinical LLMs and agents: CSS next to CMS.
+#[derive(Debug, Parser)]
+#[command(name = "cfeval", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate the seeded synthetic oncology tumor-board cohort.
+    Cohort(CohortArgs),
+    /// E-Synthesis: convert raw cases into structured charts (`cases`).
+    Synthesize(SynthesizeArgs),
+    /// Apply the intervention catalog to every case (`variants`).
+    Perturb(PerturbArgs),
+    /// Work with intervention catalogs.
+    Catalog(CatalogArgs),
+    /// Run a subject on every variant (`responses`).
+    Infer(InferArgs),
+    /// Judge responses: CSS pairs and CMS (`judgments`).
+    Judge(JudgeArgs),
+    /// Aggregate judgments into scores with CIs and the report.
+    Aggregate(AggregateArgs),
+    /// Run a pipeline file, resuming what is already done.
+    Run(RunArgs),
+    /// Say what is done, partial or stale in a run.
+    Status(StatusArgs),
+    /// Print a table's rows (nested columns as nested JSON).
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CohortArgs {
+    #[arg(long, default_value_t = 224)]
+    pub cases: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum InputFormat {
+    Auto,
+    Text,
+    Jsonl,
+    Agentclinic,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct SynthesizeArgs {
+    #[arg(long, required = true, num_args = 1..)]
+    pub input: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
+    /// The run directory to write `cases` into.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct PerturbArgs {
+    #[arg(long)]
+    pub run: PathBuf,
+    #[arg(long)]
+    pub catalog: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogArgs {
+    #[command(subcommand)]
+    pub command: CatalogCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Validate a catalog file.
+    Check { file: PathBuf },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Mode {
+    SingleShot,
+    Agent,
+}
+
+#[derive(Debug, Args)]
+pub struct InferArgs {
+    #[arg(long)]
+    pub run: PathBuf,
+    #[arg(long)]
+    pub subject: String,
+    #[arg(long, value_enum, default_value_t = Mode::SingleShot)]
+    pub mode: Mode,
+}
+
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    #[arg(long)]
+    pub run: PathBuf,
+    #[arg(long)]
+    pub judge: String,
+}
+
+#[derive(Debug, Args)]
+pub struct AggregateArgs {
+    #[arg(long)]
+    pub run: PathBuf,
+    #[arg(long)]
+    pub human_labels: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Stage {
+    Synthesize,
+    Perturb,
+    Infer,
+    Judge,
+    Aggregate,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    pub pipeline: PathBuf,
+    #[arg(long)]
+    pub run_dir: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    pub from: Option<Stage>,
+    /// Run one slice `i/n` of each stage.
+    #[arg(long)]
+    pub shard: Option<String>,
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    pub run: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ShowFormat {
+    Jsonl,
+    Table,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// cases, cases_quarantine, variants, responses, judgments or scores.
+    pub table: String,
+    #[arg(long)]
+    pub run: PathBuf,
+    #[arg(long, value_enum, default_value_t = ShowFormat::Jsonl)]
+    pub format: ShowFormat,
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Only these columns (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Vec<String>,
+}

@@ -1,0 +1,5 @@
+//! The `cfeval` binary: parses arguments and hands over to the library.
+
+fn main() -> std::process::ExitCode {
+    cfeval_cli::main()
+}

@@ -1,0 +1,1 @@
+//! The infer stage: every subject on every variant. Lands with its issue.

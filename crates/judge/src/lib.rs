@@ -1,0 +1,1 @@
+//! The judge stage: CSS pair judging and CMS. Lands with its issue.

@@ -1,0 +1,30 @@
+//! `cfeval-schema` owns every table cfeval writes and how it is written.
+//!
+//! - [`tables`]: the row types of `cases`, `variants`, `responses`,
+//!   `judgments`, `scores` and the quarantine tables, each with its Arrow
+//!   schema derived through [`Table`].
+//! - [`shard`]: the shard writer (schema checked per batch, ZSTD, bounded row
+//!   groups, rolled by size, `part-NNNNN.parquet`), the streaming reader, and
+//!   the commit protocol (temp file → fsync → rename → manifest entry) that
+//!   makes stages resumable and crash-safe.
+//! - [`ids`]: stable BLAKE3 content-hash ids and settings fingerprints.
+//!
+//! Every shard's footer records the schema version, the cfeval version, the
+//! run, the unit of work, the settings fingerprint and the catalog hash.
+
+pub mod error;
+pub mod ids;
+pub mod shard;
+mod table;
+pub mod tables;
+
+pub use error::{Error, Result};
+pub use shard::{Provenance, Scan, ShardEntry, ShardStore, ShardWriter, StoreOptions, UnitRecord};
+pub use table::{Table, TableName};
+pub use tables::*;
+
+/// Version of the table schemas; bumped on any column change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The cfeval version that wrote a shard.
+pub const CFEVAL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,285 @@
+//! Row types of every cfeval table.
+//!
+//! Each row struct is the single source of truth for its table: the Arrow
+//! schema is derived from the struct (see [`Table::fields`]) and checked by a
+//! snapshot test, so a change to a column is a deliberate change here and a
+//! bump of [`SCHEMA_VERSION`](crate::SCHEMA_VERSION).
+//!
+//! Column names are chosen for notebook users: `run`, `subject`, `mode`,
+//! `case_id`, `variant_id`, `intervention`, `family`, `judge`, `score`, …
+
+use serde::{Deserialize, Serialize};
+
+/// A named, ordered section of a structured chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    /// Normalised section name (`demographics`, `history`, `pathology`,
+    /// `biomarkers`, `staging`, `surgery`, `treatment_history`, `imaging`,
+    /// `labs`, `comorbidities`, `social`, `question`, or a source field name).
+    pub name: String,
+    /// The section's text as the subject sees it.
+    pub text: String,
+    /// Byte offset of the section in the case's `source_text`, when the
+    /// section is a substring of it.
+    pub span_start: Option<u64>,
+    /// End byte offset (exclusive) of the section in `source_text`.
+    pub span_end: Option<u64>,
+}
+
+/// A typed clinical fact with the exact source span it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    /// `cancer_type`, `stage`, `metastatic`, `biomarker`, `surgery`,
+    /// `prior_line`, `intent`, `ecog`, `comorbidity`, `finding`, …
+    pub kind: String,
+    /// The fact's name within its kind (`HER2`, `group`, `tnm`, a procedure,
+    /// a regimen as written).
+    pub name: String,
+    /// The normalised value (`positive`, `III`, `resected`, `progression`).
+    pub value: String,
+    /// `affirmed` or `negated`.
+    pub polarity: String,
+    /// `certain` or `uncertain`.
+    pub certainty: String,
+    /// Free detail (sub-stage, numeric value such as `TPS 60%`, margin).
+    pub detail: Option<String>,
+    /// The section the fact was found in.
+    pub section: String,
+    /// Byte offset of the supporting span in `source_text`.
+    pub span_start: u64,
+    /// End byte offset (exclusive) of the supporting span.
+    pub span_end: u64,
+    /// The exact supporting substring of `source_text`.
+    pub span_text: String,
+    /// Who produced the fact: `rule`, `llm`, `reference`.
+    pub origin: String,
+}
+
+/// One weighted item of an expert-consensus recommendation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsensusItem {
+    pub text: String,
+    pub weight: f64,
+}
+
+/// A key and a JSON-encoded value, for fields cfeval keeps but does not know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: String,
+}
+
+/// What a case knows that no subject may see: the expert-consensus
+/// recommendation, reference facts and (for diagnostic cases) the diagnosis.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub consensus: Vec<ConsensusItem>,
+    pub facts: Vec<Fact>,
+    pub diagnosis: Option<String>,
+    /// The guideline rules the consensus was derived from, when known.
+    pub rules: Vec<String>,
+}
+
+/// Table `cases`: one structured chart per input case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseRow {
+    pub run: String,
+    pub case_id: String,
+    /// The input's own identifier for the case.
+    pub source_id: String,
+    /// `text`, `jsonl`, `agentclinic`, `csv` or `cohort`.
+    pub source_format: String,
+    /// The file the case came from, and its 1-based line or row.
+    pub source_path: String,
+    pub source_line: Option<u64>,
+    /// The full source text every span points into.
+    pub source_text: String,
+    pub cancer_type: Option<String>,
+    pub sections: Vec<Section>,
+    pub facts: Vec<Fact>,
+    pub reference: Reference,
+    /// Input fields cfeval does not interpret, kept verbatim.
+    pub extra: Vec<KeyValue>,
+}
+
+/// A row of any `<table>_quarantine` table: one input that could not be
+/// processed, with why, so that nothing is ever silently dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuarantineRow {
+    pub run: String,
+    pub stage: String,
+    pub source_path: String,
+    /// 1-based line or row, when the input has lines.
+    pub source_line: Option<u64>,
+    pub source_id: Option<String>,
+    pub reason: String,
+    /// The start of the offending input (at most a few KiB).
+    pub excerpt: Option<String>,
+}
+
+/// The machine-checkable part of an intervention's expected direction.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Expected {
+    /// `changed` or `unchanged` (negative controls).
+    pub direction: String,
+    /// Treatment classes that must appear.
+    pub add: Vec<String>,
+    /// Treatment classes that must disappear.
+    pub remove: Vec<String>,
+    /// The line of therapy the plan must switch to (`second`, …).
+    pub switch_line: Option<String>,
+    /// `curative` or `palliative`.
+    pub intent: Option<String>,
+    /// A regimen (or class) that must not be repeated.
+    pub must_not_repeat: Option<String>,
+    /// A marker the answer must call unknown or order a test for.
+    pub order_test: Option<String>,
+}
+
+/// One entry of a variant's structured diff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffEntry {
+    /// `set_fact`, `remove_fact`, `add_fact`, `replace_text`, `delete_text`,
+    /// `insert_text`, `reorder`.
+    pub op: String,
+    pub section: Option<String>,
+    pub fact_kind: Option<String>,
+    pub fact_name: Option<String>,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// Table `variants`: the baseline and every (case, intervention).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantRow {
+    pub run: String,
+    pub case_id: String,
+    pub variant_id: String,
+    /// Intervention id, or `baseline`.
+    pub intervention: String,
+    /// `A`–`E`, `N`, or `baseline`.
+    pub family: String,
+    pub applicable: bool,
+    pub not_applicable_reason: Option<String>,
+    pub catalog_hash: String,
+    /// The expected direction in words, as the judge reads it.
+    pub expected_text: Option<String>,
+    pub expected: Option<Expected>,
+    /// The (edited) chart: sections and facts as the subject's tools serve them.
+    pub sections: Vec<Section>,
+    pub facts: Vec<Fact>,
+    pub diff: Vec<DiffEntry>,
+}
+
+/// One step of an agent's trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub step: u32,
+    /// `thought`, `tool_call`, `tool_result`, `final`, `error`.
+    pub kind: String,
+    pub tool: Option<String>,
+    /// The tool call's arguments as JSON text.
+    pub arguments: Option<String>,
+    /// BLAKE3 id of what the tool returned.
+    pub result_hash: Option<String>,
+    /// The chart section the step read, if any.
+    pub section: Option<String>,
+    pub error: Option<String>,
+    pub text: Option<String>,
+}
+
+/// Table `responses`: one row per (subject, mode, variant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseRow {
+    pub run: String,
+    /// `provider/model`, e.g. `openai/gpt-5` or `control/reference`.
+    pub subject: String,
+    pub is_control: bool,
+    /// `single_shot` or `agent`.
+    pub mode: String,
+    pub case_id: String,
+    pub variant_id: String,
+    pub intervention: String,
+    pub family: String,
+    pub catalog_hash: String,
+    pub backend: String,
+    pub model: String,
+    /// Content hash of the prompt template.
+    pub prompt_hash: String,
+    /// Content hash of the full request (the cache key).
+    pub request_hash: String,
+    pub temperature: f64,
+    pub seed: Option<u64>,
+    /// `ok` or `error`.
+    pub status: String,
+    pub error: Option<String>,
+    /// The model's full final text.
+    pub text: Option<String>,
+    /// The extracted final recommendation.
+    pub recommendation: Option<String>,
+    pub attempts: u32,
+    pub cached: bool,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+    pub latency_ms: u64,
+    pub trace: Vec<TraceStep>,
+    pub sections_read: Vec<String>,
+    pub tool_errors: u32,
+}
+
+/// Table `judgments`: CSS pair verdicts (`metric = css`) and CMS coverage
+/// scores of baseline responses (`metric = cms`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgmentRow {
+    pub run: String,
+    pub judge: String,
+    pub subject: String,
+    pub is_control: bool,
+    pub mode: String,
+    pub case_id: String,
+    pub variant_id: String,
+    pub intervention: String,
+    pub family: String,
+    pub catalog_hash: String,
+    /// `css` or `cms`.
+    pub metric: String,
+    /// 0.0, 0.5 or 1.0 for CSS; weighted recall in [0, 1] for CMS; null when
+    /// the judge failed (never a guessed score).
+    pub score: Option<f64>,
+    /// `ignored`, `acknowledged_unchanged`, `updated_correct`,
+    /// `updated_wrong_direction`, `held_correctly`, `shifted_spuriously`.
+    pub label: Option<String>,
+    pub rationale: Option<String>,
+    /// `ok` or `error`.
+    pub status: String,
+    pub error: Option<String>,
+    pub prompt_hash: String,
+    /// Whether the recommendation moved between baseline and variant.
+    pub changed: Option<bool>,
+    /// For agents: whether the section the intervention edited was read.
+    pub decisive_section_read: Option<bool>,
+}
+
+/// Table `scores`: one row per estimate, long format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRow {
+    pub run: String,
+    pub subject: String,
+    pub is_control: bool,
+    pub mode: String,
+    pub judge: String,
+    /// `css`, `cms`, `spurious_shift`, `rank_css`, `spearman_cms_css`, …
+    pub metric: String,
+    /// `overall`, `family`, `intervention`, `comparison`.
+    pub level: String,
+    /// `all`, `A`–`E`, `N`, or an intervention id.
+    pub group: String,
+    pub value: f64,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// `percentile`, `bca`, `exact`, or none.
+    pub ci_method: Option<String>,
+    pub n_tuples: u64,
+    pub n_cases: u64,
+}
