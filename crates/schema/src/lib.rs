@@ -14,6 +14,7 @@
 
 pub mod error;
 pub mod ids;
+pub mod sample;
 pub mod shard;
 mod table;
 pub mod tables;

@@ -1,0 +1,5 @@
+//! Integration tests of the `cfeval` binary.
+
+mod inspect;
+mod python_readers;
+mod support;
