@@ -1,0 +1,129 @@
+//! The HTTP plumbing both wire protocols share: one pooled client, POST a JSON body,
+//! turn statuses and transport failures into classified, redacted [`Error`]s.
+
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::retry::retry_after_from_headers;
+use crate::subject::BackendConfig;
+
+/// How much of an error body goes into an error message.
+const BODY_SNIPPET: usize = 600;
+
+/// A pooled HTTP/1.1 client for one backend.
+#[derive(Clone)]
+pub(crate) struct HttpTransport {
+    client: reqwest::Client,
+}
+
+impl HttpTransport {
+    pub(crate) fn new(max_idle_per_host: usize) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("cfeval/", env!("CARGO_PKG_VERSION")))
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(30))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(max_idle_per_host.max(1))
+            .build()
+            .map_err(|err| Error::InvalidSetting {
+                what: "HTTP client".into(),
+                reason: err.to_string(),
+            })?;
+        Ok(HttpTransport { client })
+    }
+
+    /// POSTs `body` to `url` and parses the JSON answer. `secret_headers` are marked
+    /// sensitive so no debug output of the request shows them.
+    pub(crate) async fn post_json(
+        &self,
+        config: &BackendConfig,
+        url: &str,
+        headers: &[(&'static str, String)],
+        secret_headers: &[(&'static str, String)],
+        body: &Value,
+    ) -> Result<Value> {
+        let endpoint = url.to_string();
+        let mut header_map = HeaderMap::new();
+        header_map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in headers.iter().chain(secret_headers) {
+            let mut value = HeaderValue::from_str(value).map_err(|_| Error::InvalidSetting {
+                what: format!("header {name}"),
+                reason: "not a valid header value".into(),
+            })?;
+            if secret_headers.iter().any(|(secret, _)| secret == name) {
+                value.set_sensitive(true);
+            }
+            header_map.insert(HeaderName::from_static(name), value);
+        }
+        let bytes = serde_json::to_vec(body).map_err(|err| Error::json("encode request", err))?;
+        let response = self
+            .client
+            .post(url)
+            .headers(header_map)
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|err| transport_error(config, &endpoint, &err))?;
+        let status = response.status();
+        let retry_after = retry_after_from_headers(response.headers());
+        let body = response
+            .bytes()
+            .await
+            .map_err(|err| transport_error(config, &endpoint, &err))?;
+        if !status.is_success() {
+            let code = status.as_u16();
+            if code == 429 || code == 529 {
+                return Err(Error::RateLimited {
+                    endpoint,
+                    status: code,
+                    retry_after,
+                });
+            }
+            return Err(Error::Status {
+                endpoint,
+                status: code,
+                retry_after,
+                body: config.redact(&snippet(&body)),
+            });
+        }
+        serde_json::from_slice(&body).map_err(|err| Error::MalformedResponse {
+            endpoint,
+            message: config.redact(&format!("{err} in body starting {:?}", snippet(&body))),
+        })
+    }
+}
+
+fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut end = text.len().min(BODY_SNIPPET);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+fn transport_error(config: &BackendConfig, endpoint: &str, err: &reqwest::Error) -> Error {
+    // reqwest's messages name the URL (never headers); chain the sources for the cause.
+    let mut message = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    if err.is_decode() || err.is_body() {
+        message.push_str(" (truncated or unreadable body)");
+    }
+    Error::Transport {
+        endpoint: endpoint.to_string(),
+        message: config.redact(&message),
+    }
+}
+
+/// Reads a JSON number as `u64` (missing or negative → 0).
+pub(crate) fn count(value: &Value) -> u64 {
+    value.as_u64().unwrap_or(0)
+}

@@ -1,0 +1,403 @@
+//! [`ModelClient`]: one subject's backend behind sweep-scale I/O — admission (adaptive
+//! concurrency, requests and tokens per minute), retries with backoff honouring
+//! `Retry-After`, per-attempt and total timeouts, the response cache, the journal, and
+//! token and cost accounting.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::backend::{BackendIdentity, ChatBackend, http_backend};
+use crate::cache::{CacheKey, ResponseCache};
+use crate::error::{Error, Result};
+use crate::journal::{CallOutcome, Journal, JournalRecord, unix_ms};
+use crate::limit::{ConcurrencyLimiter, Limits, Signal, TokenBucket};
+use crate::price::{Price, PriceTable};
+use crate::retry::{Jitter, retry_delay};
+use crate::subject::BackendConfig;
+use crate::types::{ChatRequest, ChatResponse};
+
+/// Output tokens assumed for the tokens-per-minute reservation when a request sets no
+/// `max_tokens` (corrected by the real usage afterwards).
+const DEFAULT_OUTPUT_ESTIMATE: u64 = 1024;
+
+/// A finished call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub response: ChatResponse,
+    pub cache_key: CacheKey,
+    /// Served from the response cache: no request was made, nothing was spent.
+    pub from_cache: bool,
+    /// Network attempts made (0 when from the cache).
+    pub attempts: u32,
+    /// Time from the first admission to the answer (zero when from the cache).
+    pub latency: Duration,
+    /// What the response cost when it was made (the price table's rate × its usage).
+    pub cost_usd: Option<f64>,
+}
+
+/// Counters over the life of a client (all clones together).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct ClientStats {
+    /// `chat` calls that returned.
+    pub calls: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub cache_hits: u64,
+    /// HTTP attempts sent (retries included).
+    pub attempts: u64,
+    pub retries: u64,
+    pub rate_limited: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Spent on network calls (cache hits cost nothing).
+    pub cost_usd: f64,
+    /// The adaptive concurrency limit now.
+    pub concurrency_limit: usize,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    calls: AtomicU64,
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    cache_hits: AtomicU64,
+    attempts: AtomicU64,
+    retries: AtomicU64,
+    rate_limited: AtomicU64,
+    input_tokens: AtomicU64,
+    output_tokens: AtomicU64,
+    /// USD × 10⁹.
+    cost_nano_usd: AtomicU64,
+}
+
+/// A subject ready for a sweep. Cheap to clone; clones share limits, cache, journal and
+/// counters, so one client per endpoint bounds that endpoint's load.
+#[derive(Clone)]
+pub struct ModelClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    backend: Arc<dyn ChatBackend>,
+    limits: Limits,
+    concurrency: ConcurrencyLimiter,
+    requests_per_minute: Option<TokenBucket>,
+    tokens_per_minute: Option<TokenBucket>,
+    cache: Option<ResponseCache>,
+    journal: Option<Journal>,
+    price: Option<Price>,
+    counters: Counters,
+    jitter_seed: AtomicU64,
+}
+
+impl std::fmt::Debug for ModelClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelClient")
+            .field("identity", self.identity())
+            .field("limits", &self.inner.limits)
+            .field("cache", &self.inner.cache.as_ref().map(ResponseCache::dir))
+            .field("journal", &self.inner.journal.as_ref().map(Journal::path))
+            .field("price", &self.inner.price)
+            .finish()
+    }
+}
+
+/// Builds a [`ModelClient`].
+pub struct ModelClientBuilder {
+    backend: Arc<dyn ChatBackend>,
+    limits: Limits,
+    cache: Option<ResponseCache>,
+    journal: Option<Journal>,
+    price: Option<Price>,
+}
+
+impl ModelClientBuilder {
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn cache(mut self, cache: ResponseCache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    pub fn journal(mut self, journal: Journal) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    pub fn price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
+    }
+
+    pub fn build(self) -> Result<ModelClient> {
+        self.limits.validate()?;
+        let limits = self.limits;
+        Ok(ModelClient {
+            inner: Arc::new(Inner {
+                concurrency: ConcurrencyLimiter::new(limits.max_concurrency, limits.adaptive),
+                requests_per_minute: limits
+                    .requests_per_minute
+                    .map(|n| TokenBucket::per_minute(f64::from(n))),
+                tokens_per_minute: limits
+                    .tokens_per_minute
+                    .map(|n| TokenBucket::per_minute(n as f64)),
+                backend: self.backend,
+                limits,
+                cache: self.cache,
+                journal: self.journal,
+                price: self.price,
+                counters: Counters::default(),
+                jitter_seed: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+impl ModelClient {
+    /// Starts a builder for any backend (HTTP, blocking, a test double).
+    pub fn builder(backend: Arc<dyn ChatBackend>) -> ModelClientBuilder {
+        ModelClientBuilder {
+            backend,
+            limits: Limits::default(),
+            cache: None,
+            journal: None,
+            price: None,
+        }
+    }
+
+    /// A builder for the HTTP backend of `config`, with its limits and its price (the
+    /// override, else `prices`' entry for the subject).
+    pub fn from_config(config: BackendConfig, prices: Option<&PriceTable>) -> Result<ModelClientBuilder> {
+        let price = config
+            .price
+            .or_else(|| prices.and_then(|table| table.lookup(&config.subject)));
+        let limits = config.limits.clone();
+        Ok(Self::builder(http_backend(config)?).limits(limits).price(price))
+    }
+
+    pub fn identity(&self) -> &BackendIdentity {
+        self.inner.backend.identity()
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The cache key `request` has for this subject.
+    pub fn cache_key(&self, request: &ChatRequest) -> Result<CacheKey> {
+        CacheKey::new(self.identity(), request)
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        let counters = &self.inner.counters;
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        ClientStats {
+            calls: load(&counters.calls),
+            succeeded: load(&counters.succeeded),
+            failed: load(&counters.failed),
+            cache_hits: load(&counters.cache_hits),
+            attempts: load(&counters.attempts),
+            retries: load(&counters.retries),
+            rate_limited: load(&counters.rate_limited),
+            input_tokens: load(&counters.input_tokens),
+            output_tokens: load(&counters.output_tokens),
+            cost_usd: load(&counters.cost_nano_usd) as f64 / 1e9,
+            concurrency_limit: self.inner.concurrency.current_limit(),
+        }
+    }
+
+    /// One chat call with everything a sweep needs. See [`Self::chat_tagged`].
+    pub async fn chat(&self, request: &ChatRequest) -> Result<Completion> {
+        self.chat_tagged(request, None).await
+    }
+
+    /// One chat call: from the cache if it holds the answer; else through admission,
+    /// attempts with retries, then into the cache and the journal. `tag` labels the
+    /// journal record (e.g. the case and variant the call is for).
+    ///
+    /// Every call ends either with a response or with a terminal error, and each
+    /// network-made call (success or terminal error) is journaled exactly once.
+    pub async fn chat_tagged(&self, request: &ChatRequest, tag: Option<&str>) -> Result<Completion> {
+        let result = self.chat_inner(request, tag).await;
+        let counters = &self.inner.counters;
+        counters.calls.fetch_add(1, Ordering::Relaxed);
+        match &result {
+            Ok(_) => counters.succeeded.fetch_add(1, Ordering::Relaxed),
+            Err(_) => counters.failed.fetch_add(1, Ordering::Relaxed),
+        };
+        result
+    }
+
+    async fn chat_inner(&self, request: &ChatRequest, tag: Option<&str>) -> Result<Completion> {
+        let inner = &self.inner;
+        let key = self.cache_key(request)?;
+        if let Some(cache) = &inner.cache {
+            match cache.get(&key).await {
+                Ok(Some(response)) => {
+                    inner.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    let cost_usd = inner.price.map(|price| price.cost(&response.usage));
+                    return Ok(Completion {
+                        response,
+                        cache_key: key,
+                        from_cache: true,
+                        attempts: 0,
+                        latency: Duration::ZERO,
+                        cost_usd,
+                    });
+                }
+                Ok(None) => {}
+                Err(err) => tracing::warn!(error = %err, "response cache unreadable; calling the model"),
+            }
+        }
+        let (result, attempts, latency) = self.call_with_retries(request).await;
+        let identity = self.identity();
+        let outcome = match &result {
+            Ok(response) => {
+                let cost_usd = inner.price.map(|price| price.cost(&response.usage));
+                let counters = &inner.counters;
+                counters
+                    .input_tokens
+                    .fetch_add(response.usage.input_tokens, Ordering::Relaxed);
+                counters
+                    .output_tokens
+                    .fetch_add(response.usage.output_tokens, Ordering::Relaxed);
+                if let Some(cost) = cost_usd {
+                    counters
+                        .cost_nano_usd
+                        .fetch_add((cost * 1e9).round() as u64, Ordering::Relaxed);
+                }
+                if let Some(cache) = &inner.cache
+                    && let Err(err) = cache.put(&key, identity, response).await
+                {
+                    tracing::warn!(error = %err, "could not store a response in the cache");
+                }
+                CallOutcome::Ok {
+                    response: response.clone(),
+                    cost_usd,
+                }
+            }
+            Err(err) => CallOutcome::Error {
+                kind: err.kind().to_string(),
+                message: err.to_string(),
+            },
+        };
+        if let Some(journal) = &inner.journal {
+            let record = JournalRecord {
+                key: key.to_hex(),
+                subject: identity.subject.clone(),
+                model: identity.model.clone(),
+                tag: tag.map(str::to_string),
+                unix_ms: unix_ms(),
+                attempts,
+                latency_ms: latency.as_millis() as u64,
+                outcome,
+            };
+            journal.append(&record).await?;
+        }
+        let response = result?;
+        let cost_usd = inner.price.map(|price| price.cost(&response.usage));
+        Ok(Completion {
+            response,
+            cache_key: key,
+            from_cache: false,
+            attempts,
+            latency,
+            cost_usd,
+        })
+    }
+
+    /// Attempts until success, a terminal error, `max_attempts`, or the total timeout.
+    async fn call_with_retries(&self, request: &ChatRequest) -> (Result<ChatResponse>, u32, Duration) {
+        let inner = &self.inner;
+        let limits = &inner.limits;
+        let endpoint = self.identity().subject.clone();
+        let mut jitter = Jitter::from_clock(inner.jitter_seed.fetch_add(1, Ordering::Relaxed));
+        let estimated_tokens = request.estimated_input_tokens()
+            + request
+                .params
+                .max_tokens
+                .map_or(DEFAULT_OUTPUT_ESTIMATE, u64::from);
+        let total = limits.total_timeout();
+        let mut started: Option<Instant> = None;
+        let mut attempts = 0u32;
+        loop {
+            let permit = inner.concurrency.acquire().await;
+            let start = *started.get_or_insert_with(Instant::now);
+            if let Some(bucket) = &inner.requests_per_minute {
+                bucket.acquire(1.0).await;
+            }
+            if let Some(bucket) = &inner.tokens_per_minute {
+                bucket.acquire(estimated_tokens as f64).await;
+            }
+            let remaining = total.saturating_sub(start.elapsed());
+            if remaining.is_zero() {
+                permit.finish(Signal::Neutral);
+                let err = Error::TotalTimeout {
+                    endpoint,
+                    after: start.elapsed(),
+                    last: "no attempt could start in time".into(),
+                };
+                return (Err(err), attempts, start.elapsed());
+            }
+            attempts += 1;
+            inner.counters.attempts.fetch_add(1, Ordering::Relaxed);
+            let attempt_limit = limits.attempt_timeout().min(remaining);
+            let outcome = match tokio::time::timeout(attempt_limit, inner.backend.send(request)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(Error::AttemptTimeout {
+                    endpoint: endpoint.clone(),
+                    after: attempt_limit,
+                }),
+            };
+            let err = match outcome {
+                Ok(response) => {
+                    permit.finish(Signal::Success);
+                    if let Some(bucket) = &inner.tokens_per_minute {
+                        bucket.adjust(estimated_tokens as f64 - response.usage.total() as f64);
+                    }
+                    return (Ok(response), attempts, start.elapsed());
+                }
+                Err(err) => err,
+            };
+            if err.is_rate_limit() {
+                inner.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
+                permit.finish(Signal::RateLimited);
+            } else {
+                permit.finish(Signal::Neutral);
+            }
+            if let Some(bucket) = &inner.tokens_per_minute {
+                // A failed attempt used (at most) its prompt; give back the output share.
+                bucket.adjust((estimated_tokens - request.estimated_input_tokens()) as f64);
+            }
+            tracing::debug!(subject = %endpoint, attempt = attempts, error = %err, "attempt failed");
+            if !err.is_retryable() {
+                return (Err(err), attempts, start.elapsed());
+            }
+            if attempts >= limits.max_attempts {
+                let err = Error::RetriesExhausted {
+                    endpoint,
+                    attempts,
+                    last: Box::new(err),
+                };
+                return (Err(err), attempts, start.elapsed());
+            }
+            let delay = retry_delay(limits, attempts, err.retry_after(), &mut jitter);
+            if start.elapsed() + delay >= total {
+                let err = Error::TotalTimeout {
+                    endpoint,
+                    after: start.elapsed(),
+                    last: err.to_string(),
+                };
+                return (Err(err), attempts, start.elapsed());
+            }
+            inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(delay).await;
+        }
+    }
+}

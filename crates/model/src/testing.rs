@@ -1,0 +1,713 @@
+//! A fault-injecting OpenAI- and Anthropic-compatible HTTP/1.1 server for tests and
+//! benchmarks (feature `testing`). Hand-written on tokio so it can misbehave in ways a
+//! real HTTP library would not let it: hang, cut a body short, send broken JSON.
+//!
+//! It serves `POST /v1/chat/completions` (and `/chat/completions`) and
+//! `POST /v1/messages` on `127.0.0.1:<free port>`. Answers are deterministic:
+//! the text is `"[<model>] <last user text>"`; when tools are offered and no tool
+//! result has come back yet, it calls the first tool (or the forced one) with
+//! `{"query": <last user text>}`. Faults come from a script (exact sequence) or at
+//! random with given rates, seeded. Every request is counted, per model too.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use cfeval_model::testing::{ServerConfig, TestServer, Fault};
+//! let server = TestServer::start(ServerConfig::default()).await?;
+//! server.script([Fault::RateLimited { retry_after: Some("0".into()) }, Fault::ServerError]);
+//! let base_url = server.openai_base_url(); // http://127.0.0.1:PORT/v1
+//! # Ok(()) }
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// One way to answer a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// A correct answer.
+    None,
+    /// 429, with this `Retry-After` header value (seconds or an HTTP-date) if any.
+    RateLimited { retry_after: Option<String> },
+    /// 500.
+    ServerError,
+    /// 400 (a terminal client error).
+    BadRequest,
+    /// Never answer (until the server stops or `hang_for` passes).
+    Hang,
+    /// 200 with a body that is not JSON.
+    MalformedJson,
+    /// 200 whose body stops halfway (`Content-Length` says more), then the connection
+    /// closes.
+    TruncatedBody,
+    /// A tool call whose `arguments` are broken JSON (only when tools are offered;
+    /// otherwise a correct answer).
+    BadToolJson,
+}
+
+/// Random fault rates (each a probability; they should add up to at most 1).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FaultRates {
+    pub rate_limited: f64,
+    pub server_error: f64,
+    pub hang: f64,
+    pub malformed_json: f64,
+    pub truncated_body: f64,
+    pub bad_tool_json: f64,
+    /// Terminal 400s.
+    pub bad_request: f64,
+}
+
+impl FaultRates {
+    /// `total` split evenly over 429, 500, hang, malformed JSON and truncated bodies.
+    pub fn mixed(total: f64) -> Self {
+        let each = total / 5.0;
+        FaultRates {
+            rate_limited: each,
+            server_error: each,
+            hang: each,
+            malformed_json: each,
+            truncated_body: each,
+            bad_tool_json: 0.0,
+            bad_request: 0.0,
+        }
+    }
+}
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Added before every answer.
+    pub latency: Duration,
+    pub faults: FaultRates,
+    pub seed: u64,
+    /// `Retry-After` value sent with random 429s.
+    pub retry_after: Option<String>,
+    /// How long a hang lasts at most.
+    pub hang_for: Duration,
+    /// When set, requests must carry this key (`Authorization: Bearer` or `x-api-key`);
+    /// others get 401 with the key they sent echoed in the body, as real providers do.
+    pub require_key: Option<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            latency: Duration::ZERO,
+            faults: FaultRates::default(),
+            seed: 0,
+            retry_after: Some("0".into()),
+            hang_for: Duration::from_secs(120),
+            require_key: None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    answered_ok: AtomicU64,
+    faults: AtomicU64,
+    unauthorized: AtomicU64,
+    connections: AtomicU64,
+    per_model: Mutex<HashMap<String, u64>>,
+    last_body: Mutex<Option<Value>>,
+}
+
+struct State {
+    config: ServerConfig,
+    script: Mutex<VecDeque<Fault>>,
+    counters: Counters,
+    sequence: AtomicU64,
+}
+
+/// A running test server; it stops when dropped.
+pub struct TestServer {
+    address: SocketAddr,
+    state: Arc<State>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for TestServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestServer")
+            .field("address", &self.address)
+            .field("requests", &self.requests())
+            .finish()
+    }
+}
+
+impl TestServer {
+    /// Binds `127.0.0.1:0` and serves on the current tokio runtime.
+    pub async fn start(config: ServerConfig) -> std::io::Result<TestServer> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        let state = Arc::new(State {
+            config,
+            script: Mutex::new(VecDeque::new()),
+            counters: Counters::default(),
+            sequence: AtomicU64::new(0),
+        });
+        let (shutdown, stop) = watch::channel(false);
+        let accept_state = state.clone();
+        tokio::spawn(async move {
+            let mut stop_accept = stop.clone();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let _ = stream.set_nodelay(true);
+                        accept_state.counters.connections.fetch_add(1, Ordering::Relaxed);
+                        let state = accept_state.clone();
+                        let stop = stop.clone();
+                        tokio::spawn(async move {
+                            if let Err(err) = serve_connection(stream, state, stop).await {
+                                tracing::trace!(error = %err, "test server connection ended");
+                            }
+                        });
+                    }
+                    _ = stop_accept.changed() => break,
+                }
+            }
+        });
+        Ok(TestServer {
+            address,
+            state,
+            shutdown,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT` (the Anthropic base URL).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// `http://127.0.0.1:PORT/v1` (the OpenAI-compatible base URL).
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Queues faults for the next requests, in arrival order (before random faults).
+    pub fn script(&self, faults: impl IntoIterator<Item = Fault>) {
+        let mut script = self
+            .state
+            .script
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        script.extend(faults);
+    }
+
+    /// Complete requests received.
+    pub fn requests(&self) -> u64 {
+        self.state.counters.requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests naming `model`.
+    pub fn requests_for_model(&self, model: &str) -> u64 {
+        let per_model = self
+            .state
+            .counters
+            .per_model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        per_model.get(model).copied().unwrap_or(0)
+    }
+
+    /// Requests answered correctly (200 with a well-formed body).
+    pub fn answered_ok(&self) -> u64 {
+        self.state.counters.answered_ok.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered with an injected fault.
+    pub fn faults_injected(&self) -> u64 {
+        self.state.counters.faults.load(Ordering::Relaxed)
+    }
+
+    /// Requests refused for a wrong or missing key.
+    pub fn unauthorized(&self) -> u64 {
+        self.state.counters.unauthorized.load(Ordering::Relaxed)
+    }
+
+    /// The JSON body of the last request received.
+    pub fn last_body(&self) -> Option<Value> {
+        self.state
+            .counters
+            .last_body
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// TCP connections accepted.
+    pub fn connections(&self) -> u64 {
+        self.state.counters.connections.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    close: bool,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+async fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+    let mut line = String::new();
+    // Skip blank lines between requests.
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).await? == 0 {
+            return Ok(None);
+        }
+        if !line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let version = parts.next().unwrap_or_default().to_string();
+    let mut headers = Vec::new();
+    let mut head_size = line.len();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).await? == 0 {
+            return Ok(None);
+        }
+        head_size += line.len();
+        if head_size > MAX_HEAD {
+            return Err(std::io::Error::other("request head too large"));
+        }
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = trimmed.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+    }
+    let mut request = Request {
+        method,
+        path,
+        close: version == "HTTP/1.0",
+        headers,
+        body: Vec::new(),
+    };
+    if request
+        .header("connection")
+        .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    {
+        request.close = true;
+    }
+    if request
+        .header("transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
+    {
+        request.body = read_chunked(reader).await?;
+    } else {
+        let length: usize = request
+            .header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if length > MAX_BODY {
+            return Err(std::io::Error::other("request body too large"));
+        }
+        request.body = vec![0; length];
+        reader.read_exact(&mut request.body).await?;
+    }
+    Ok(Some(request))
+}
+
+async fn read_chunked(reader: &mut BufReader<TcpStream>) -> std::io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).await?;
+        let size_text = line.trim().split(';').next().unwrap_or_default();
+        let size =
+            usize::from_str_radix(size_text, 16).map_err(|_| std::io::Error::other("bad chunk size"))?;
+        if body.len() + size > MAX_BODY {
+            return Err(std::io::Error::other("request body too large"));
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..]).await?;
+        line.clear();
+        reader.read_line(&mut line).await?; // CRLF after the chunk
+        if size == 0 {
+            return Ok(body);
+        }
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    state: Arc<State>,
+    mut stop: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let request = tokio::select! {
+            request = read_request(&mut reader) => request?,
+            _ = stop.changed() => return Ok(()),
+        };
+        let Some(request) = request else {
+            return Ok(());
+        };
+        let keep_going = tokio::select! {
+            keep_going = answer(&mut reader, &state, &request) => keep_going?,
+            _ = stop.changed() => return Ok(()),
+        };
+        if !keep_going || request.close {
+            let _ = reader.get_mut().shutdown().await;
+            return Ok(());
+        }
+    }
+}
+
+fn unit(seed: u64, index: u64) -> f64 {
+    let mut z = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn pick_fault(state: &State) -> Fault {
+    let scripted = state
+        .script
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .pop_front();
+    if let Some(fault) = scripted {
+        return fault;
+    }
+    let index = state.sequence.fetch_add(1, Ordering::Relaxed);
+    let rates = &state.config.faults;
+    let mut draw = unit(state.config.seed, index);
+    let choices = [
+        (
+            rates.rate_limited,
+            Fault::RateLimited {
+                retry_after: state.config.retry_after.clone(),
+            },
+        ),
+        (rates.server_error, Fault::ServerError),
+        (rates.hang, Fault::Hang),
+        (rates.malformed_json, Fault::MalformedJson),
+        (rates.truncated_body, Fault::TruncatedBody),
+        (rates.bad_tool_json, Fault::BadToolJson),
+        (rates.bad_request, Fault::BadRequest),
+    ];
+    for (rate, fault) in choices {
+        if draw < rate {
+            return fault;
+        }
+        draw -= rate;
+    }
+    Fault::None
+}
+
+async fn write_response(
+    stream: &mut TcpStream,
+    status: u16,
+    extra_headers: &[(&str, String)],
+    body: &[u8],
+) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        _ => "Internal Server Error",
+    };
+    let mut head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in extra_headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body);
+    stream.write_all(&bytes).await
+}
+
+fn error_body(message: &str) -> Vec<u8> {
+    json!({"error": {"message": message, "type": "test_server"}})
+        .to_string()
+        .into_bytes()
+}
+
+/// Answers one request; `Ok(false)` closes the connection.
+async fn answer(
+    reader: &mut BufReader<TcpStream>,
+    state: &State,
+    request: &Request,
+) -> std::io::Result<bool> {
+    let counters = &state.counters;
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    let stream = reader.get_mut();
+    let protocol = match (request.method.as_str(), request.path.as_str()) {
+        ("POST", "/v1/chat/completions" | "/chat/completions") => Protocol::OpenAi,
+        ("POST", "/v1/messages") => Protocol::Anthropic,
+        _ => {
+            write_response(stream, 404, &[], &error_body("no such route")).await?;
+            return Ok(true);
+        }
+    };
+    let body: Value = match serde_json::from_slice(&request.body) {
+        Ok(body) => body,
+        Err(err) => {
+            write_response(
+                stream,
+                400,
+                &[],
+                &error_body(&format!("request is not JSON: {err}")),
+            )
+            .await?;
+            return Ok(true);
+        }
+    };
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    *counters
+        .per_model
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry(model.clone())
+        .or_default() += 1;
+    *counters
+        .last_body
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(body.clone());
+    if let Some(expected) = &state.config.require_key {
+        let sent = match protocol {
+            Protocol::OpenAi => request
+                .header("authorization")
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or_default(),
+            Protocol::Anthropic => request.header("x-api-key").unwrap_or_default(),
+        };
+        if sent != expected {
+            counters.unauthorized.fetch_add(1, Ordering::Relaxed);
+            let message = format!("Incorrect API key provided: {sent}");
+            write_response(stream, 401, &[], &error_body(&message)).await?;
+            return Ok(true);
+        }
+    }
+    if protocol == Protocol::Anthropic && request.header("anthropic-version").is_none() {
+        write_response(stream, 400, &[], &error_body("anthropic-version header required")).await?;
+        return Ok(true);
+    }
+    if !state.config.latency.is_zero() {
+        tokio::time::sleep(state.config.latency).await;
+    }
+    let fault = pick_fault(state);
+    if fault != Fault::None && fault != Fault::BadToolJson {
+        counters.faults.fetch_add(1, Ordering::Relaxed);
+    }
+    match fault {
+        Fault::RateLimited { retry_after } => {
+            let headers: Vec<(&str, String)> = retry_after.into_iter().map(|v| ("retry-after", v)).collect();
+            write_response(stream, 429, &headers, &error_body("rate limited (injected)")).await?;
+            Ok(true)
+        }
+        Fault::ServerError => {
+            write_response(stream, 500, &[], &error_body("internal error (injected)")).await?;
+            Ok(true)
+        }
+        Fault::BadRequest => {
+            write_response(stream, 400, &[], &error_body("bad request (injected)")).await?;
+            Ok(true)
+        }
+        Fault::Hang => {
+            tokio::time::sleep(state.config.hang_for).await;
+            Ok(false)
+        }
+        Fault::MalformedJson => {
+            write_response(
+                stream,
+                200,
+                &[],
+                br#"{"choices": [{"message": {"content": "unterminated"#,
+            )
+            .await?;
+            Ok(true)
+        }
+        Fault::TruncatedBody => {
+            let full = reply(protocol, &body, &model, false).to_string().into_bytes();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                full.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&full[..full.len() / 2]).await?;
+            stream.flush().await?;
+            Ok(false)
+        }
+        Fault::None | Fault::BadToolJson => {
+            let out = reply(protocol, &body, &model, fault == Fault::BadToolJson);
+            write_response(stream, 200, &[], out.to_string().as_bytes()).await?;
+            counters.answered_ok.fetch_add(1, Ordering::Relaxed);
+            Ok(true)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    OpenAi,
+    Anthropic,
+}
+
+/// The text of the last user turn (string content or text blocks).
+fn last_user_text(messages: &[Value]) -> String {
+    for message in messages.iter().rev() {
+        if message.get("role").and_then(Value::as_str) != Some("user") {
+            continue;
+        }
+        match message.get("content") {
+            Some(Value::String(text)) => return text.clone(),
+            Some(Value::Array(blocks)) => {
+                let texts: Vec<&str> = blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect();
+                if !texts.is_empty() {
+                    return texts.join("");
+                }
+            }
+            _ => {}
+        }
+    }
+    String::new()
+}
+
+/// Whether any tool result has come back already.
+fn has_tool_result(protocol: Protocol, messages: &[Value]) -> bool {
+    messages.iter().any(|message| match protocol {
+        Protocol::OpenAi => message.get("role").and_then(Value::as_str) == Some("tool"),
+        Protocol::Anthropic => message
+            .get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| {
+                blocks
+                    .iter()
+                    .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            }),
+    })
+}
+
+fn reply(protocol: Protocol, body: &Value, model: &str, bad_tool_json: bool) -> Value {
+    let empty = Vec::new();
+    let messages = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
+    let user = last_user_text(messages);
+    let tools = body.get("tools").and_then(Value::as_array).unwrap_or(&empty);
+    let forced = match protocol {
+        Protocol::OpenAi => body["tool_choice"]["function"]["name"].as_str(),
+        Protocol::Anthropic => body["tool_choice"]["name"].as_str(),
+    };
+    let first_tool = tools.first().and_then(|tool| match protocol {
+        Protocol::OpenAi => tool["function"]["name"].as_str(),
+        Protocol::Anthropic => tool["name"].as_str(),
+    });
+    let tool = forced
+        .or(first_tool)
+        .filter(|_| !has_tool_result(protocol, messages));
+    let text = format!("[{model}] {user}");
+    let prompt_tokens = (body.to_string().len() / 4) as u64;
+    let arguments = if bad_tool_json {
+        format!("{{\"query\": \"{}", user.replace('"', ""))
+    } else {
+        json!({"query": user}).to_string()
+    };
+    match protocol {
+        Protocol::OpenAi => {
+            let (message, finish) = match tool {
+                Some(name) => (
+                    json!({"role": "assistant", "content": null, "tool_calls": [{
+                        "id": "call_0", "type": "function",
+                        "function": {"name": name, "arguments": arguments}
+                    }]}),
+                    "tool_calls",
+                ),
+                None => (json!({"role": "assistant", "content": text}), "stop"),
+            };
+            json!({
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": (text.len() / 4 + 1) as u64,
+                    "total_tokens": prompt_tokens + (text.len() / 4 + 1) as u64,
+                }
+            })
+        }
+        Protocol::Anthropic => {
+            let (content, stop) = match tool {
+                Some(name) => {
+                    // Anthropic sends `input` as an object; broken JSON cannot happen there.
+                    let input = if bad_tool_json {
+                        json!({"query": Value::Null})
+                    } else {
+                        json!({"query": user})
+                    };
+                    (
+                        json!([{"type": "tool_use", "id": "toolu_0", "name": name, "input": input}]),
+                        "tool_use",
+                    )
+                }
+                None => (json!([{"type": "text", "text": text}]), "end_turn"),
+            };
+            json!({
+                "id": "msg_test",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": stop,
+                "usage": {"input_tokens": prompt_tokens, "output_tokens": (text.len() / 4 + 1) as u64}
+            })
+        }
+    }
+}

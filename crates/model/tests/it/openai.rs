@@ -1,0 +1,309 @@
+//! The OpenAI-compatible backend over HTTP: answers, tools, retries, timeouts.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use cfeval_model::testing::{Fault, ServerConfig};
+use cfeval_model::{ChatParams, ChatRequest, Error, Limits, Message, ToolSpec};
+use serde_json::json;
+
+use crate::support::{client_builder, fast_limits, join_all, openai_config, server};
+
+fn read_tool() -> ToolSpec {
+    ToolSpec {
+        name: "read_chart_section".into(),
+        description: "Read one section of the chart".into(),
+        parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+    }
+}
+
+#[tokio::test]
+async fn answers_text_with_usage_and_passes_parameters_through() {
+    let server = server(ServerConfig::default()).await;
+    let client = client_builder(openai_config(&server, "vllm/test-model", None))
+        .build()
+        .unwrap();
+    let request =
+        ChatRequest::new(vec![Message::system("be brief"), Message::user("hello")]).with_params(ChatParams {
+            temperature: Some(0.0),
+            seed: Some(7),
+            max_tokens: Some(64),
+            ..ChatParams::default()
+        });
+    let done = client.chat(&request).await.unwrap();
+    assert_eq!(done.response.text.as_deref(), Some("[test-model] hello"));
+    assert_eq!(done.response.finish_reason.as_deref(), Some("stop"));
+    assert!(done.response.usage.input_tokens > 0 && done.response.usage.output_tokens > 0);
+    assert_eq!(done.response.raw["id"], "chatcmpl-test");
+    assert_eq!((done.attempts, done.from_cache), (1, false));
+    let body = server.last_body().unwrap();
+    assert_eq!(body["seed"], 7);
+    assert_eq!(body["temperature"], 0.0);
+    assert_eq!(body["max_tokens"], 64);
+    assert_eq!(server.requests_for_model("test-model"), 1);
+}
+
+#[tokio::test]
+async fn tool_calls_round_trip_through_an_agent_loop() {
+    let server = server(ServerConfig::default()).await;
+    let client = client_builder(openai_config(&server, "vllm/agent", None))
+        .build()
+        .unwrap();
+    let mut messages = vec![Message::user("what is the stage?")];
+    let first = client
+        .chat(&ChatRequest::new(messages.clone()).with_tools(vec![read_tool()]))
+        .await
+        .unwrap();
+    let call = first.response.tool_calls.first().cloned().unwrap();
+    assert_eq!(call.name, "read_chart_section");
+    assert_eq!(
+        call.arguments_json().unwrap(),
+        json!({"query": "what is the stage?"})
+    );
+    assert_eq!(first.response.finish_reason.as_deref(), Some("tool_calls"));
+    messages.push(Message::from_response(&first.response));
+    messages.push(Message::tool_result(&call.id, "Stage IV"));
+    let second = client
+        .chat(&ChatRequest::new(messages).with_tools(vec![read_tool()]))
+        .await
+        .unwrap();
+    assert!(second.response.tool_calls.is_empty());
+    assert_eq!(
+        second.response.text.as_deref(),
+        Some("[agent] what is the stage?")
+    );
+    let body = server.last_body().unwrap();
+    assert_eq!(body["messages"][1]["tool_calls"][0]["id"], call.id.as_str());
+    assert_eq!(body["messages"][2]["role"], "tool");
+}
+
+#[tokio::test]
+async fn broken_tool_call_json_reaches_the_caller_as_data() {
+    let server = server(ServerConfig::default()).await;
+    server.script([Fault::BadToolJson]);
+    let client = client_builder(openai_config(&server, "vllm/agent", None))
+        .build()
+        .unwrap();
+    let done = client
+        .chat(&ChatRequest::new(vec![Message::user("go")]).with_tools(vec![read_tool()]))
+        .await
+        .unwrap();
+    assert_eq!(done.attempts, 1);
+    let call = &done.response.tool_calls[0];
+    assert!(call.arguments_json().is_err(), "arguments: {}", call.arguments);
+}
+
+#[tokio::test]
+async fn transient_faults_are_retried_until_an_answer() {
+    let server = server(ServerConfig::default()).await;
+    server.script([
+        Fault::RateLimited {
+            retry_after: Some("0".into()),
+        },
+        Fault::ServerError,
+        Fault::MalformedJson,
+        Fault::TruncatedBody,
+    ]);
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .build()
+        .unwrap();
+    let done = client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap();
+    assert_eq!(done.attempts, 5);
+    assert_eq!(done.response.text.as_deref(), Some("[m] x"));
+    assert_eq!(server.requests(), 5);
+    let stats = client.stats();
+    assert_eq!((stats.attempts, stats.retries, stats.rate_limited), (5, 4, 1));
+}
+
+#[tokio::test]
+async fn client_errors_are_terminal_and_not_retried() {
+    let server = server(ServerConfig::default()).await;
+    server.script([Fault::BadRequest]);
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .build()
+        .unwrap();
+    let err = client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Status { status: 400, .. }), "{err}");
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn retries_stop_at_max_attempts() {
+    let server = server(ServerConfig::default()).await;
+    server.script(std::iter::repeat_n(Fault::ServerError, 10));
+    let limits = Limits {
+        max_attempts: 3,
+        ..fast_limits()
+    };
+    let client = client_builder(openai_config(&server, "vllm/m", None).with_limits(limits.clone()))
+        .limits(limits)
+        .build()
+        .unwrap();
+    let err = client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::RetriesExhausted { attempts: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(err.kind(), "http_status");
+    assert_eq!(server.requests(), 3);
+}
+
+#[tokio::test]
+async fn a_hung_attempt_times_out_and_the_retry_answers() {
+    let server = server(ServerConfig::default()).await;
+    server.script([Fault::Hang]);
+    let limits = Limits {
+        attempt_timeout_secs: 0.3,
+        ..fast_limits()
+    };
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .limits(limits)
+        .build()
+        .unwrap();
+    let done = client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap();
+    assert_eq!(done.attempts, 2);
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test]
+async fn the_total_timeout_ends_a_call_that_keeps_hanging() {
+    let server = server(ServerConfig::default()).await;
+    server.script(std::iter::repeat_n(Fault::Hang, 10));
+    let limits = Limits {
+        attempt_timeout_secs: 0.2,
+        total_timeout_secs: 0.5,
+        max_attempts: 10,
+        ..fast_limits()
+    };
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .limits(limits)
+        .build()
+        .unwrap();
+    let err = client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::TotalTimeout { .. }), "{err}");
+    assert!(server.requests() <= 4);
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured_in_seconds_and_as_an_http_date() {
+    let server = server(ServerConfig::default()).await;
+    let in_two_seconds = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    server.script([
+        Fault::RateLimited {
+            retry_after: Some(in_two_seconds),
+        },
+        Fault::RateLimited {
+            retry_after: Some("1".into()),
+        },
+    ]);
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let done = client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap();
+    assert_eq!(done.attempts, 3);
+    // Lower bounds only: the date (whole seconds, so at least 1 s away), then 1 s more.
+    assert!(start.elapsed() >= Duration::from_secs(2), "{:?}", start.elapsed());
+}
+
+#[tokio::test]
+async fn rate_limits_halve_the_concurrency_and_successes_restore_it() {
+    let server = server(ServerConfig::default()).await;
+    server.script(std::iter::repeat_n(
+        Fault::RateLimited {
+            retry_after: Some("0".into()),
+        },
+        3,
+    ));
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .build()
+        .unwrap();
+    assert_eq!(client.stats().concurrency_limit, 16);
+    client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap();
+    // 16 → 8 → 4 → 2, then one success.
+    assert_eq!(client.stats().concurrency_limit, 2);
+    for index in 0..150 {
+        client
+            .chat(&ChatRequest::new(vec![Message::user(format!("y{index}"))]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(client.stats().concurrency_limit, 16);
+}
+
+#[tokio::test]
+async fn requests_per_minute_spaces_calls() {
+    let server = server(ServerConfig::default()).await;
+    // 60 a minute: a burst of 10, then one a second.
+    let limits = Limits {
+        requests_per_minute: Some(60),
+        ..fast_limits()
+    };
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .limits(limits)
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let calls = (0..12).map(|i| {
+        let client = client.clone();
+        async move {
+            client
+                .chat(&ChatRequest::new(vec![Message::user(format!("{i}"))]))
+                .await
+        }
+    });
+    for result in join_all(calls).await {
+        result.unwrap();
+    }
+    assert!(
+        start.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(server.requests(), 12);
+}
+
+#[tokio::test]
+async fn unknown_routes_and_unreachable_servers_fail_cleanly() {
+    let server = server(ServerConfig::default()).await;
+    let address = server.address();
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let config = cfeval_model::BackendConfig::custom(
+        "vllm/m",
+        cfeval_model::Protocol::OpenAiChat,
+        format!("http://{address}/v1"),
+        None,
+    )
+    .unwrap();
+    let limits = Limits {
+        max_attempts: 2,
+        ..fast_limits()
+    };
+    let client = client_builder(config).limits(limits).build().unwrap();
+    let err = client
+        .chat(&ChatRequest::new(vec![Message::user("x")]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "transport", "{err}");
+}
