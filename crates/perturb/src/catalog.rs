@@ -1,0 +1,911 @@
+//! The intervention catalog: the pre-registration every variant is made under.
+//!
+//! A catalog is a YAML file (see `data/catalog/oncology-v1.yaml`). Loading
+//! parses it strictly (unknown keys are errors) and then checks it against the
+//! fact vocabulary; every problem is a [`Diagnostic`] with a line and column.
+//! The catalog's identity is the BLAKE3 hash of its bytes ([`Catalog::hash`]):
+//! any change to the file, even a comment, is a different pre-registration.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::vocab;
+
+/// One problem in a catalog file, at a 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
+/// An intervention family: `A`–`E` from the paper, `N` the negative controls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+pub enum Family {
+    A,
+    B,
+    C,
+    D,
+    E,
+    N,
+}
+
+impl Family {
+    /// The family's letter, as written in the `family` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::A => "A",
+            Family::B => "B",
+            Family::C => "C",
+            Family::D => "D",
+            Family::E => "E",
+            Family::N => "N",
+        }
+    }
+
+    /// Whether this is the negative-control family (expected: unchanged).
+    pub fn is_control(self) -> bool {
+        self == Family::N
+    }
+}
+
+/// A string or a list of strings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn items(&self) -> Vec<&str> {
+        match self {
+            OneOrMany::One(one) => vec![one.as_str()],
+            OneOrMany::Many(many) => many.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// A pattern over one fact: every field given must match.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactPattern {
+    pub kind: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Any of these (case-insensitive) substrings in the fact's name.
+    #[serde(default)]
+    pub name_contains: Option<Vec<String>>,
+    #[serde(default)]
+    pub value: Option<OneOrMany>,
+    #[serde(default)]
+    pub polarity: Option<String>,
+}
+
+/// A predicate over a case's facts.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Predicate {
+    All(Vec<Predicate>),
+    Any(Vec<Predicate>),
+    Not(Box<Predicate>),
+    /// Some fact matches the pattern.
+    Fact(FactPattern),
+    /// The case's cancer type is one of these.
+    CancerType(Vec<String>),
+    /// The case is metastatic (stage group IV, `M1`, or a metastatic fact).
+    Metastatic(bool),
+    /// Always true (`true`) or never (`false`).
+    Always(bool),
+}
+
+/// Which surgery status a D intervention sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SurgeryTarget {
+    Resected,
+    Unresected,
+}
+
+/// Which line a B intervention marks as progressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgressionTarget {
+    /// The most recent line whose outcome is response or ongoing.
+    CurrentLine,
+    /// The most recent such line that contains a checkpoint inhibitor.
+    Immunotherapy,
+}
+
+/// Which way an E intervention moves the stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageDirection {
+    /// I–III → IV (M0 → M1, negative metastasis statements made positive).
+    UpToFour,
+    /// IV → III (M1 → M0, distant-metastasis mentions removed).
+    DownToThree,
+}
+
+/// One edit operation. Every edit changes the facts and every sentence of
+/// the chart that mentions them, or the variant is not applicable.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum EditOp {
+    /// Positive ⇄ negative (`PD-L1`: high TPS ≥ 50% ⇄ < 1%) for `name`, and
+    /// for each of `also` stated in the chart (e.g. PR with ER).
+    FlipBiomarker {
+        name: String,
+        #[serde(default)]
+        also: Vec<String>,
+    },
+    /// Delete every mention of the marker, and of each of `also` (the
+    /// status becomes unknown).
+    StripBiomarker {
+        name: String,
+        #[serde(default)]
+        also: Vec<String>,
+    },
+    /// Toggle the surgery status, rewriting operative statements, margins,
+    /// pathologic staging and adjuvant / neoadjuvant framing.
+    SetSurgery {
+        to: SurgeryTarget,
+        /// The procedure named when the chart names none, per cancer type.
+        #[serde(default)]
+        procedure_by_cancer: BTreeMap<String, String>,
+        default_procedure: String,
+    },
+    /// Mark a line of therapy as progressed.
+    InjectProgression {
+        on: ProgressionTarget,
+        /// Drug names that make a regimen immunotherapy.
+        #[serde(default)]
+        checkpoint_inhibitors: Vec<String>,
+    },
+    /// Move the stage.
+    SetStage { direction: StageDirection },
+    /// Reword without changing any fact: each pair's two sides are swapped
+    /// wherever one occurs outside a fact's span, and the sections' order is
+    /// rotated (first and last section stay in place).
+    Paraphrase {
+        pairs: Vec<(String, String)>,
+        #[serde(default = "default_true")]
+        reorder_sections: bool,
+    },
+    /// Append one irrelevant sentence (chosen by the case id) to the first
+    /// section of `sections` the chart has. `{She}`/`{she}`/`{her}` follow the
+    /// chart's pronouns.
+    AddSentence {
+        sentences: Vec<String>,
+        sections: Vec<String>,
+    },
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `changed` or `unchanged`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Changed,
+    Unchanged,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Changed => "changed",
+            Direction::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One branch of an intervention's expected direction. The first branch
+/// whose `when` holds for the unedited case is the one pre-registered for it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedBranch {
+    #[serde(default)]
+    pub when: Option<Predicate>,
+    pub direction: Direction,
+    /// What the judge reads. `{regimen}` and `{procedure}` are filled per case.
+    pub text: String,
+    #[serde(default)]
+    pub add: Vec<String>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+    /// `first`…`fourth`, or `next` (one after the progressed line).
+    #[serde(default)]
+    pub switch_line: Option<String>,
+    #[serde(default)]
+    pub intent: Option<String>,
+    /// A class, or `progressed_regimen` (the regimen as the chart names it).
+    #[serde(default)]
+    pub must_not_repeat: Option<String>,
+    #[serde(default)]
+    pub order_test: Option<String>,
+}
+
+/// One pre-registered intervention.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intervention {
+    pub id: String,
+    pub family: Family,
+    pub title: String,
+    #[serde(default)]
+    pub rationale: Option<String>,
+    pub applies_when: Predicate,
+    pub edits: Vec<EditOp>,
+    pub expected: Vec<ExpectedBranch>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalog {
+    catalog: String,
+    version: u32,
+    #[serde(default)]
+    description: Option<String>,
+    /// Enums are written as one-key maps (`all: [...]`, `flip_biomarker: {...}`).
+    #[serde(with = "serde_norway::with::singleton_map_recursive")]
+    interventions: Vec<Intervention>,
+}
+
+/// A loaded, checked catalog.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    name: String,
+    description: Option<String>,
+    hash: String,
+    interventions: Vec<Intervention>,
+    /// Compiled paraphrase lists, by intervention index.
+    paraphrasers: Vec<Option<crate::ops::control::Paraphraser>>,
+}
+
+impl Catalog {
+    /// Reads and checks a catalog file.
+    pub fn load(path: &Path) -> Result<Catalog> {
+        let bytes = fs_err::read(path).map_err(|source| Error::ReadCatalog {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Catalog::from_bytes(&bytes).map_err(|diagnostics| Error::InvalidCatalog {
+            path: path.to_path_buf(),
+            diagnostics,
+        })
+    }
+
+    /// Parses and checks catalog bytes.
+    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Catalog, Vec<Diagnostic>> {
+        let source = std::str::from_utf8(bytes).map_err(|error| {
+            let (line, column) = position(&String::from_utf8_lossy(bytes), error.valid_up_to());
+            vec![Diagnostic {
+                line,
+                column,
+                message: "the catalog is not valid UTF-8".into(),
+            }]
+        })?;
+        let raw: RawCatalog =
+            serde_norway::from_str(source).map_err(|error| vec![yaml_diagnostic(&error)])?;
+        let diagnostics = validate(source, &raw);
+        if !diagnostics.is_empty() {
+            return Err(diagnostics);
+        }
+        let paraphrasers = raw
+            .interventions
+            .iter()
+            .map(|intervention| {
+                intervention.edits.iter().find_map(|edit| match edit {
+                    EditOp::Paraphrase { pairs, .. } => crate::ops::control::Paraphraser::new(pairs),
+                    _ => None,
+                })
+            })
+            .collect();
+        Ok(Catalog {
+            paraphrasers,
+            name: raw.catalog,
+            description: raw.description,
+            hash: cfeval_schema::ids::hash_bytes(bytes),
+            interventions: raw.interventions,
+        })
+    }
+
+    /// The BLAKE3 hash of the file's bytes: the pre-registration lock.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// The catalog's declared name (`oncology-v1`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// The interventions, in file order.
+    pub fn interventions(&self) -> &[Intervention] {
+        &self.interventions
+    }
+
+    pub(crate) fn paraphraser(&self, index: usize) -> Option<&crate::ops::control::Paraphraser> {
+        self.paraphrasers.get(index).and_then(Option::as_ref)
+    }
+
+    /// The intervention with this id.
+    pub fn intervention(&self, id: &str) -> Option<&Intervention> {
+        self.interventions
+            .iter()
+            .find(|intervention| intervention.id == id)
+    }
+}
+
+/// Checks a catalog file; an empty list means it is valid.
+pub fn check(path: &Path) -> Vec<Diagnostic> {
+    match fs_err::read(path) {
+        Ok(bytes) => Catalog::from_bytes(&bytes).err().unwrap_or_default(),
+        Err(error) => vec![Diagnostic {
+            line: 0,
+            column: 0,
+            message: error.to_string(),
+        }],
+    }
+}
+
+fn yaml_diagnostic(error: &serde_norway::Error) -> Diagnostic {
+    let (line, column) = error
+        .location()
+        .map_or((0, 0), |location| (location.line(), location.column()));
+    let mut message = error.to_string();
+    if let Some(index) = message.rfind(" at line ") {
+        message.truncate(index);
+    }
+    Diagnostic {
+        line,
+        column,
+        message,
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn position(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = &source.as_bytes()[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |index| index + 1);
+    let column = source
+        .get(line_start..offset)
+        .map_or(offset - line_start, |text| text.chars().count())
+        + 1;
+    (line, column)
+}
+
+/// Finds where things are in the source, for semantic diagnostics.
+struct Locator<'a> {
+    source: &'a str,
+    /// Start offset of each intervention's `id:` key, in file order.
+    starts: Vec<usize>,
+}
+
+impl<'a> Locator<'a> {
+    fn new(source: &'a str, raw: &RawCatalog) -> Self {
+        let mut starts = Vec::with_capacity(raw.interventions.len());
+        let mut from = 0;
+        for intervention in &raw.interventions {
+            let found = find_key_value(source, from, "id", &intervention.id).unwrap_or(from);
+            starts.push(found);
+            from = (found + 1).min(source.len());
+        }
+        Locator { source, starts }
+    }
+
+    fn section(&self, index: usize) -> (usize, usize) {
+        let start = self.starts.get(index).copied().unwrap_or(0);
+        let end = self.starts.get(index + 1).copied().unwrap_or(self.source.len());
+        (start, end.max(start))
+    }
+
+    /// The position of the first occurrence of `needle` inside intervention
+    /// `index` (falling back to the intervention's start).
+    fn at(&self, index: usize, needle: &str, message: String) -> Diagnostic {
+        let (start, end) = self.section(index);
+        let offset = self.source[start..end]
+            .find(needle)
+            .map_or(start, |relative| start + relative);
+        let (line, column) = position(self.source, offset);
+        Diagnostic {
+            line,
+            column,
+            message,
+        }
+    }
+
+    fn at_key(&self, index: usize, key: &str, message: String) -> Diagnostic {
+        let (start, end) = self.section(index);
+        let offset = find_key(&self.source[start..end], key).map_or(start, |relative| start + relative);
+        let (line, column) = position(self.source, offset);
+        Diagnostic {
+            line,
+            column,
+            message,
+        }
+    }
+
+    fn top(&self, key: &str, message: String) -> Diagnostic {
+        let offset = find_key(self.source, key).unwrap_or(0);
+        let (line, column) = position(self.source, offset);
+        Diagnostic {
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+/// Offset of `key:` as a YAML key (at line start after indentation or `- `).
+fn find_key(text: &str, key: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start_matches([' ', '-', '\t']);
+        let indent = line.len() - trimmed.len();
+        let bare = trimmed.trim_start_matches(['"', '\'']);
+        if let Some(rest) = bare.strip_prefix(key)
+            && rest.trim_start_matches(['"', '\'']).starts_with(':')
+        {
+            return Some(offset + indent);
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn find_key_value(source: &str, from: usize, key: &str, value: &str) -> Option<usize> {
+    let mut offset = from;
+    for line in source.get(from..)?.split_inclusive('\n') {
+        let trimmed = line.trim_start_matches([' ', '-', '\t']);
+        let indent = line.len() - trimmed.len();
+        if let Some(rest) = trimmed.strip_prefix(key)
+            && let Some(rest) = rest.trim_start().strip_prefix(':')
+            && rest.trim().trim_matches(['"', '\'']) == value
+        {
+            return Some(offset + indent);
+        }
+        offset += line.len();
+    }
+    None
+}
+
+const SWITCH_LINES: &[&str] = &["first", "second", "third", "fourth", "next"];
+const INTENTS: &[&str] = &["curative", "palliative"];
+const FLIPPABLE: &[&str] = &["HER2", "ER", "PR", "PD-L1"];
+
+fn validate(source: &str, raw: &RawCatalog) -> Vec<Diagnostic> {
+    let locator = Locator::new(source, raw);
+    let mut out = Vec::new();
+    if raw.version != 1 {
+        out.push(locator.top(
+            "version",
+            format!(
+                "unsupported catalog version {} (this cfeval reads version 1)",
+                raw.version
+            ),
+        ));
+    }
+    if raw.catalog.trim().is_empty() {
+        out.push(locator.top("catalog", "the catalog needs a name".into()));
+    }
+    if raw.interventions.is_empty() {
+        out.push(locator.top("interventions", "the catalog has no interventions".into()));
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (index, intervention) in raw.interventions.iter().enumerate() {
+        let id = intervention.id.as_str();
+        if let Some(first) = seen.insert(id, index) {
+            let (line, _) = position(source, locator.section(first).0);
+            out.push(locator.at_key(
+                index,
+                "id",
+                format!("duplicate intervention id `{id}` (first defined on line {line})"),
+            ));
+        }
+        if id == "baseline" {
+            out.push(locator.at_key(
+                index,
+                "id",
+                "`baseline` is reserved for the unedited chart".into(),
+            ));
+        } else if !id.starts_with(intervention.family.as_str()) || id.len() < 2 {
+            out.push(locator.at_key(
+                index,
+                "id",
+                format!(
+                    "intervention id `{id}` must start with its family letter `{}` (e.g. `{}1`)",
+                    intervention.family.as_str(),
+                    intervention.family.as_str()
+                ),
+            ));
+        }
+        if intervention.title.trim().is_empty() {
+            out.push(locator.at_key(index, "title", format!("intervention `{id}` has an empty title")));
+        }
+        check_predicate(&locator, index, &intervention.applies_when, &mut out);
+        if intervention.edits.is_empty() {
+            out.push(locator.at_key(index, "edits", format!("intervention `{id}` has no edits")));
+        }
+        for edit in &intervention.edits {
+            check_edit(&locator, index, intervention, edit, &mut out);
+        }
+        check_expected(&locator, index, intervention, &mut out);
+    }
+    out.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
+    out
+}
+
+fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, out: &mut Vec<Diagnostic>) {
+    match predicate {
+        Predicate::All(items) | Predicate::Any(items) => {
+            if items.is_empty() {
+                let key = if matches!(predicate, Predicate::All(_)) {
+                    "all"
+                } else {
+                    "any"
+                };
+                out.push(locator.at_key(index, key, format!("`{key}` needs at least one predicate")));
+            }
+            for item in items {
+                check_predicate(locator, index, item, out);
+            }
+        }
+        Predicate::Not(inner) => check_predicate(locator, index, inner, out),
+        Predicate::Fact(pattern) => {
+            let Some(spec) = vocab::kind(&pattern.kind) else {
+                out.push(locator.at(
+                    index,
+                    &pattern.kind,
+                    format!(
+                        "unknown fact kind `{}` (known: {})",
+                        pattern.kind,
+                        vocab::KINDS.iter().map(|spec| spec.kind).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+                return;
+            };
+            if let (Some(name), Some(names)) = (&pattern.name, spec.names)
+                && !vocab::contains(names, name)
+            {
+                out.push(locator.at(
+                    index,
+                    name,
+                    format!(
+                        "unknown {} name `{name}` (known: {})",
+                        spec.kind,
+                        names.join(", ")
+                    ),
+                ));
+            }
+            if let Some(value) = &pattern.value {
+                let items = value.items();
+                if items.is_empty() {
+                    out.push(locator.at_key(index, "value", "`value` needs at least one value".into()));
+                }
+                let values: Option<&[&str]> = if spec.kind == "stage"
+                    && pattern
+                        .name
+                        .as_deref()
+                        .is_some_and(|name| name.eq_ignore_ascii_case("group"))
+                {
+                    Some(vocab::STAGE_GROUPS)
+                } else {
+                    spec.values
+                };
+                if let Some(values) = values {
+                    for item in items {
+                        if !vocab::contains(values, item) {
+                            out.push(locator.at(
+                                index,
+                                item,
+                                format!(
+                                    "unknown {} value `{item}` (known: {})",
+                                    spec.kind,
+                                    values.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+            if let Some(polarity) = &pattern.polarity
+                && polarity != "affirmed"
+                && polarity != "negated"
+            {
+                out.push(locator.at(
+                    index,
+                    polarity,
+                    format!("unknown polarity `{polarity}` (known: affirmed, negated)"),
+                ));
+            }
+            if let Some(needles) = &pattern.name_contains
+                && (needles.is_empty() || needles.iter().any(|needle| needle.trim().is_empty()))
+            {
+                out.push(locator.at_key(
+                    index,
+                    "name_contains",
+                    "`name_contains` needs non-empty strings".into(),
+                ));
+            }
+        }
+        Predicate::CancerType(types) => {
+            if types.is_empty() {
+                out.push(locator.at_key(
+                    index,
+                    "cancer_type",
+                    "`cancer_type` needs at least one type".into(),
+                ));
+            }
+            for kind in types {
+                if !vocab::contains(vocab::CANCER_TYPES, kind) {
+                    out.push(locator.at(
+                        index,
+                        kind,
+                        format!(
+                            "unknown cancer type `{kind}` (known: {})",
+                            vocab::CANCER_TYPES.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Predicate::Metastatic(_) | Predicate::Always(_) => {}
+    }
+}
+
+fn check_edit(
+    locator: &Locator<'_>,
+    index: usize,
+    intervention: &Intervention,
+    edit: &EditOp,
+    out: &mut Vec<Diagnostic>,
+) {
+    let family = intervention.family;
+    let wanted: &[Family] = match edit {
+        EditOp::FlipBiomarker { .. } => &[Family::A],
+        EditOp::StripBiomarker { .. } => &[Family::C],
+        EditOp::SetSurgery { .. } => &[Family::D],
+        EditOp::InjectProgression { .. } => &[Family::B],
+        EditOp::SetStage { .. } => &[Family::E],
+        EditOp::Paraphrase { .. } | EditOp::AddSentence { .. } => &[Family::N],
+    };
+    let op_name = match edit {
+        EditOp::FlipBiomarker { .. } => "flip_biomarker",
+        EditOp::StripBiomarker { .. } => "strip_biomarker",
+        EditOp::SetSurgery { .. } => "set_surgery",
+        EditOp::InjectProgression { .. } => "inject_progression",
+        EditOp::SetStage { .. } => "set_stage",
+        EditOp::Paraphrase { .. } => "paraphrase",
+        EditOp::AddSentence { .. } => "add_sentence",
+    };
+    if !wanted.contains(&family) {
+        out.push(locator.at_key(
+            index,
+            op_name,
+            format!(
+                "edit `{op_name}` belongs to family {}, not family {}",
+                wanted.iter().map(|family| family.as_str()).collect::<Vec<_>>().join("/"),
+                family.as_str()
+            ),
+        ));
+    }
+    match edit {
+        EditOp::FlipBiomarker { name, also } => {
+            for marker in std::iter::once(name).chain(also) {
+                if !vocab::contains(FLIPPABLE, marker) {
+                    out.push(locator.at(
+                        index,
+                        marker,
+                        format!(
+                            "cannot flip biomarker `{marker}` (flippable: {})",
+                            FLIPPABLE.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        EditOp::StripBiomarker { name, also } => {
+            for marker in std::iter::once(name).chain(also) {
+                if !vocab::contains(FLIPPABLE, marker) {
+                    out.push(locator.at(
+                        index,
+                        marker,
+                        format!(
+                            "cannot strip biomarker `{marker}` (strippable: {})",
+                            FLIPPABLE.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        EditOp::SetSurgery {
+            procedure_by_cancer,
+            default_procedure,
+            ..
+        } => {
+            if default_procedure.trim().is_empty() {
+                out.push(locator.at_key(index, "default_procedure", "`default_procedure` is empty".into()));
+            }
+            for kind in procedure_by_cancer.keys() {
+                if !vocab::contains(vocab::CANCER_TYPES, kind) {
+                    out.push(locator.at(index, kind, format!("unknown cancer type `{kind}`")));
+                }
+            }
+        }
+        EditOp::InjectProgression {
+            on,
+            checkpoint_inhibitors,
+        } => {
+            if *on == ProgressionTarget::Immunotherapy && checkpoint_inhibitors.is_empty() {
+                out.push(locator.at_key(
+                    index,
+                    "inject_progression",
+                    "`on: immunotherapy` needs `checkpoint_inhibitors`".into(),
+                ));
+            }
+        }
+        EditOp::SetStage { .. } => {}
+        EditOp::Paraphrase { pairs, .. } => {
+            if pairs.is_empty() {
+                out.push(locator.at_key(index, "pairs", "`pairs` is empty".into()));
+            }
+            for (left, right) in pairs {
+                if left.trim().is_empty() || right.trim().is_empty() || left.eq_ignore_ascii_case(right) {
+                    out.push(locator.at(
+                        index,
+                        left,
+                        format!(
+                            "paraphrase pair `{left}` / `{right}` must be two different non-empty phrases"
+                        ),
+                    ));
+                }
+            }
+        }
+        EditOp::AddSentence { sentences, sections } => {
+            if sentences.is_empty() || sentences.iter().any(|sentence| sentence.trim().is_empty()) {
+                out.push(locator.at_key(index, "sentences", "`sentences` needs non-empty sentences".into()));
+            }
+            if sections.is_empty() {
+                out.push(locator.at_key(index, "sections", "`sections` needs at least one section".into()));
+            }
+        }
+    }
+}
+
+fn check_expected(
+    locator: &Locator<'_>,
+    index: usize,
+    intervention: &Intervention,
+    out: &mut Vec<Diagnostic>,
+) {
+    let id = &intervention.id;
+    if intervention.expected.is_empty() {
+        out.push(locator.at_key(
+            index,
+            "expected",
+            format!("intervention `{id}` has no expected direction"),
+        ));
+    }
+    let mut unconditional_seen = false;
+    for branch in &intervention.expected {
+        if unconditional_seen {
+            out.push(locator.at_key(
+                index,
+                "direction",
+                format!(
+                    "intervention `{id}`: a branch after an unconditional `expected` branch can never apply"
+                ),
+            ));
+        }
+        match &branch.when {
+            Some(when) => check_predicate(locator, index, when, out),
+            None => unconditional_seen = true,
+        }
+        let want = if intervention.family.is_control() {
+            Direction::Unchanged
+        } else {
+            Direction::Changed
+        };
+        if branch.direction != want {
+            out.push(locator.at_key(
+                index,
+                "direction",
+                format!(
+                    "family {} must expect `{}`, not `{}`",
+                    intervention.family.as_str(),
+                    want.as_str(),
+                    branch.direction.as_str()
+                ),
+            ));
+        }
+        if branch.text.trim().is_empty() {
+            out.push(locator.at_key(
+                index,
+                "text",
+                format!("intervention `{id}`: expected `text` is empty"),
+            ));
+        }
+        if let Some(line) = &branch.switch_line
+            && !SWITCH_LINES.contains(&line.as_str())
+        {
+            out.push(locator.at(
+                index,
+                line,
+                format!(
+                    "unknown switch_line `{line}` (known: {})",
+                    SWITCH_LINES.join(", ")
+                ),
+            ));
+        }
+        if let Some(intent) = &branch.intent
+            && !INTENTS.contains(&intent.as_str())
+        {
+            out.push(locator.at(
+                index,
+                intent,
+                format!("unknown intent `{intent}` (known: {})", INTENTS.join(", ")),
+            ));
+        }
+        if let Some(marker) = &branch.order_test
+            && !vocab::contains(vocab::BIOMARKERS, marker)
+        {
+            out.push(locator.at(
+                index,
+                marker,
+                format!("unknown biomarker `{marker}` in order_test"),
+            ));
+        }
+        if intervention.family.is_control()
+            && (!branch.add.is_empty() || !branch.remove.is_empty() || branch.switch_line.is_some())
+        {
+            out.push(locator.at_key(
+                index,
+                "direction",
+                "a negative control cannot expect added or removed treatments".into(),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_one_based() {
+        let text = "ab\ncd\n";
+        assert_eq!(position(text, 0), (1, 1));
+        assert_eq!(position(text, 4), (2, 2));
+    }
+
+    #[test]
+    fn keys_are_found_after_list_dashes() {
+        let text = "interventions:\n  - id: A1\n    family: A\n";
+        assert_eq!(find_key(text, "family"), Some(30));
+        assert_eq!(find_key_value(text, 0, "id", "A1"), Some(19));
+        assert_eq!(find_key_value(text, 0, "id", "A2"), None);
+    }
+}

@@ -1,0 +1,332 @@
+//! Family E: the stage moved up to IV (M0 → M1, negative metastasis
+//! statements made positive, curative framing made palliative) or down from
+//! IV to III (M1 → M0, distant-metastasis mentions removed, palliative
+//! framing made curative).
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use regex::{Captures, Regex};
+
+use super::{Anchor, Chart, FactChange, NotApplicable, Outcome, re};
+use crate::catalog::StageDirection;
+use crate::text;
+use crate::vocab;
+
+fn group_regex() -> &'static Regex {
+    static CELL: OnceLock<Regex> = OnceLock::new();
+    re(
+        &CELL,
+        r"(?i)\bstage\s+(?P<group>IV|I{1,3}|[1-4])(?P<sub>[ABC][12]?)?\b",
+    )
+}
+
+fn tnm_regex() -> &'static Regex {
+    static CELL: OnceLock<Regex> = OnceLock::new();
+    re(
+        &CELL,
+        r"\b(?P<pre>[cpy]{0,2})T(?P<t>is|[0-4x])[a-d]?\s?N(?P<n>[0-3x])[a-c]?(?:\s?(?P<m>M(?:[01x])[a-c]?))?\b",
+    )
+}
+
+fn roman(group: &str) -> &str {
+    match group {
+        "1" => "I",
+        "2" => "II",
+        "3" => "III",
+        "4" => "IV",
+        other => other,
+    }
+}
+
+/// Moves the stage.
+pub(crate) fn set_stage(chart: &Chart<'_>, direction: StageDirection) -> Result<Outcome, NotApplicable> {
+    let (from, to): (&[&str], &str) = match direction {
+        StageDirection::UpToFour => (&["I", "II", "III"], "IV"),
+        StageDirection::DownToThree => (&["IV"], "III"),
+    };
+    let mut outcome = Outcome::default();
+    let mut mentions: Vec<Range<usize>> = Vec::new();
+    for captures in group_regex().captures_iter(chart.text) {
+        let Some(group) = captures.name("group") else {
+            continue;
+        };
+        let value = roman(&group.as_str().to_ascii_uppercase()).to_string();
+        if !from.contains(&value.as_str()) {
+            return Err(format!(
+                "{} states stage {value}, which this intervention does not move",
+                chart.quote(&group.range())
+            ));
+        }
+        let end = captures.name("sub").map_or(group.end(), |sub| sub.end());
+        let range = group.start()..end;
+        outcome.plan.push(range.clone(), to)?;
+        mentions.push(captures.get(0).map_or(range, |whole| whole.range()));
+    }
+    let groups: Vec<usize> = chart
+        .facts()
+        .filter(|(_, fact)| fact.kind == "stage" && fact.name.eq_ignore_ascii_case("group"))
+        .map(|(index, _)| index)
+        .collect();
+    if groups.is_empty() {
+        return Err("no stage group fact".into());
+    }
+    for &index in &groups {
+        let fact = &chart.case.facts[index];
+        let span = Chart::span(fact);
+        if !from.contains(&vocab::stage_group(&fact.value)) {
+            return Err(format!(
+                "stage group {} is not one this intervention moves",
+                fact.value
+            ));
+        }
+        if !mentions
+            .iter()
+            .any(|mention| mention.start < span.end && span.start < mention.end)
+        {
+            return Err(format!(
+                "the stage fact's span {} is not a `stage …` mention this edit can rewrite",
+                chart.quote(&span)
+            ));
+        }
+        super::set(&mut outcome, index, to, None, None);
+    }
+    for captures in tnm_regex().captures_iter(chart.text) {
+        tnm_edit(chart, &captures, direction, &mut outcome)?;
+    }
+    match direction {
+        StageDirection::UpToFour => up_framing(chart, &mut outcome)?,
+        StageDirection::DownToThree => down_framing(chart, &mut outcome)?,
+    }
+    Ok(outcome)
+}
+
+fn tnm_edit(
+    chart: &Chart<'_>,
+    captures: &Captures<'_>,
+    direction: StageDirection,
+    outcome: &mut Outcome,
+) -> Result<(), NotApplicable> {
+    let Some(whole) = captures.get(0) else {
+        return Ok(());
+    };
+    let Some(m) = captures.name("m") else {
+        return Ok(());
+    };
+    let new_m = match direction {
+        StageDirection::UpToFour => {
+            if m.as_str().starts_with("M1") {
+                return Err(format!("{} is already M1", chart.quote(&whole.range())));
+            }
+            "M1"
+        }
+        StageDirection::DownToThree => {
+            if captures.name("n").is_some_and(|n| n.as_str() == "0") {
+                return Err(format!(
+                    "{} is N0: without metastases it would not be stage III",
+                    chart.quote(&whole.range())
+                ));
+            }
+            "M0"
+        }
+    };
+    outcome.plan.push(m.range(), new_m)?;
+    for (index, fact) in chart.facts() {
+        let span = Chart::span(fact);
+        if fact.kind == "stage"
+            && fact.name.eq_ignore_ascii_case("tnm")
+            && span.start <= m.start()
+            && m.end() <= span.end
+        {
+            let value = match fact.value.rfind('M') {
+                Some(at) => format!("{}{new_m}", &fact.value[..at]),
+                None => fact.value.clone(),
+            };
+            super::set(outcome, index, &value, fact.detail.clone(), None);
+        }
+    }
+    Ok(())
+}
+
+/// Up to IV: "no distant metastases" → "distant metastases", "locally
+/// advanced" → "metastatic", curative → palliative.
+fn up_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotApplicable> {
+    static NEGATIVE: OnceLock<Regex> = OnceLock::new();
+    let negative = re(
+        &NEGATIVE,
+        r"(?xi)
+        \b(?P<noevidence>no\ (?:evidence|sign)\ of\ (?:distant\ )?(?:metastatic\ disease|metastas[ie]s|distant\ disease))
+        |\b(?P<no>no\ (?:distant\ )?(?:metastatic\ disease|metastas[ie]s))
+        |\b(?P<without>without\ (?:evidence\ of\ )?(?:distant\ )?(?:metastatic\ disease|metastas[ie]s))
+        |\b(?P<negfor>negative\ for\ (?:distant\ )?(?:metastatic\ disease|metastas[ie]s))
+        |\b(?P<nonmet>non-?metastatic)\b
+        |\b(?P<local>locally\ advanced|localized|localised|early[-\ ]stage|limited[-\ ]stage|resectable)\b
+        |\b(?P<curative>curative)\b
+        |\b(?P<adjuvant>adjuvant\ )",
+    );
+    for captures in negative.captures_iter(chart.text) {
+        let Some(whole) = captures.get(0) else { continue };
+        let range = whole.range();
+        if outcome.plan.touches(&range) {
+            continue;
+        }
+        let before = &chart.text[..range.start];
+        let replacement = if captures.name("noevidence").is_some() {
+            "evidence of distant metastatic disease".to_string()
+        } else if captures.name("no").is_some() {
+            "distant metastases".to_string()
+        } else if captures.name("without").is_some() {
+            "with distant metastases".to_string()
+        } else if captures.name("negfor").is_some() {
+            "positive for distant metastases".to_string()
+        } else if captures.name("nonmet").is_some() || captures.name("local").is_some() {
+            if whole.as_str().eq_ignore_ascii_case("resectable") {
+                if before.to_ascii_lowercase().ends_with("un")
+                    || before.to_ascii_lowercase().ends_with("non-")
+                {
+                    continue;
+                }
+                return Err(format!(
+                    "{} presupposes non-metastatic disease",
+                    chart.quote(&range)
+                ));
+            }
+            keep_case(whole.as_str(), "metastatic")
+        } else if captures.name("curative").is_some() {
+            keep_case(whole.as_str(), "palliative")
+        } else {
+            // "adjuvant": only as framing, never as treatment received.
+            if before.to_ascii_lowercase().ends_with("neo") {
+                continue;
+            }
+            if let Some(sentence) = chart.sentence_at(range.start)
+                && chart
+                    .other_facts_in(&sentence, |fact| fact.kind != "prior_line")
+                    .is_some()
+            {
+                continue;
+            }
+            String::new()
+        };
+        let replacement = keep_case(whole.as_str(), &replacement);
+        outcome.plan.push(range.clone(), replacement)?;
+        retarget_facts(chart, &range, outcome, "metastatic", "true");
+        retarget_facts(chart, &range, outcome, "intent", "palliative");
+    }
+    Ok(())
+}
+
+/// Down to III: sentences about distant metastases go, "metastatic" becomes
+/// "locally advanced", palliative becomes curative.
+fn down_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotApplicable> {
+    if let Some((_, fact)) = chart.facts().find(|(_, fact)| fact.kind == "prior_line") {
+        return Err(format!(
+            "the chart records a prior line (`{}`), which presupposes the metastatic setting",
+            fact.name
+        ));
+    }
+    static METASTASIS: OnceLock<Regex> = OnceLock::new();
+    let metastasis = re(
+        &METASTASIS,
+        r"(?i)\b(?:metastas[ie]s|mets|spread\s+to|deposits|carcinomatosis|oligometastatic|M1[a-c]?)\b",
+    );
+    static CLAUSE: OnceLock<Regex> = OnceLock::new();
+    let clause = re(
+        &CLAUSE,
+        r"(?xi),?\s*(?:and\s+|with\s+)?(?:multiple\s+|numerous\s+|several\s+|innumerable\s+|scattered\s+|bilobar\s+|a\s+solitary\s+|solitary\s+)?(?:liver|hepatic|lung|pulmonary|bone|osseous|brain|peritoneal|adrenal|distant)\s+metastas[ie]s(?:\s+(?:to|in)\s+the\s+\w+)?",
+    );
+    let mut negative_statement: Option<Range<usize>> = None;
+    for sentence in &chart.sentences {
+        if outcome.plan.touches(sentence) {
+            continue;
+        }
+        let slice = &chart.text[sentence.clone()];
+        if !metastasis.is_match(slice) {
+            continue;
+        }
+        let carries = chart.other_facts_in(sentence, |fact| fact.kind == "metastatic");
+        if carries.is_none() {
+            if negative_statement.is_none() {
+                negative_statement = Some(sentence.clone());
+            } else {
+                outcome
+                    .plan
+                    .push(text::deletion_range(chart.text, sentence), "")?;
+            }
+            continue;
+        }
+        let mut left = slice.to_string();
+        for found in clause.find_iter(slice) {
+            let range = sentence.start + found.start()..sentence.start + found.end();
+            outcome.plan.push(range, "")?;
+            left = left.replacen(found.as_str(), "", 1);
+        }
+        if let Some(found) = metastasis.find(&left) {
+            return Err(format!(
+                "the sentence {} says `{}` and carries other facts; it cannot be rewritten safely",
+                chart.quote(sentence),
+                found.as_str()
+            ));
+        }
+    }
+    let statement = "There is no evidence of distant metastatic disease.";
+    if let Some(sentence) = negative_statement {
+        outcome.plan.push(sentence.clone(), statement)?;
+        for (index, fact) in chart.facts() {
+            if fact.kind == "metastatic" {
+                outcome.changes.push(FactChange::Set {
+                    index,
+                    value: "false".into(),
+                    detail: None,
+                    anchor: Some(Anchor {
+                        edit: sentence.clone(),
+                        within: 0..statement.len(),
+                    }),
+                });
+            }
+        }
+    } else if let Some((_, fact)) = chart.facts().find(|(_, fact)| fact.kind == "metastatic") {
+        return Err(format!(
+            "the metastatic fact {} sits in a sentence that carries other facts",
+            chart.quote(&Chart::span(fact))
+        ));
+    }
+    static FRAMING: OnceLock<Regex> = OnceLock::new();
+    let framing = re(&FRAMING, r"(?i)\b(?:metastatic|palliative)\b");
+    for found in framing.find_iter(chart.text) {
+        let range = found.range();
+        if outcome.plan.touches(&range) {
+            continue;
+        }
+        let replacement = if found.as_str().eq_ignore_ascii_case("palliative") {
+            keep_case(found.as_str(), "curative")
+        } else {
+            keep_case(found.as_str(), "locally advanced")
+        };
+        outcome.plan.push(range.clone(), replacement)?;
+        retarget_facts(chart, &range, outcome, "intent", "curative");
+    }
+    Ok(())
+}
+
+fn retarget_facts(chart: &Chart<'_>, range: &Range<usize>, outcome: &mut Outcome, kind: &str, value: &str) {
+    for (index, fact) in chart.facts() {
+        let span = Chart::span(fact);
+        if fact.kind == kind && span.start < range.end && range.start < span.end && fact.value != value {
+            super::set(outcome, index, value, fact.detail.clone(), None);
+        }
+    }
+}
+
+fn keep_case(original: &str, word: &str) -> String {
+    if original.starts_with(|c: char| c.is_ascii_uppercase()) && !word.is_empty() {
+        text::capitalize(word)
+    } else {
+        word.to_string()
+    }
+}
+
+/// Whether text states a stage (for unanchored sections).
+pub(crate) fn touches(text: &str) -> bool {
+    group_regex().is_match(text) || tnm_regex().is_match(text)
+}

@@ -1,0 +1,205 @@
+//! The stage over a run directory: `cases` in, `variants` out.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cfeval_schema::{CaseRow, Provenance, ShardStore, VariantRow, ids};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::catalog::Catalog;
+use crate::engine;
+use crate::error::{Error, Result};
+
+/// Settings of the perturb stage.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The catalog file.
+    pub catalog: PathBuf,
+    /// Worker threads (`None`: rayon's default).
+    pub threads: Option<usize>,
+}
+
+/// Applicable and not-applicable counts of one intervention.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct InterventionCount {
+    pub family: String,
+    pub applicable: u64,
+    pub not_applicable: u64,
+}
+
+/// What a perturb run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub catalog: String,
+    pub catalog_hash: String,
+    pub cases: u64,
+    /// Rows written, baselines included.
+    pub variants: u64,
+    pub applicable: u64,
+    pub not_applicable: u64,
+    /// Per intervention id (the baseline excluded).
+    pub interventions: BTreeMap<String, InterventionCount>,
+    /// True when the run was already complete under the same fingerprint.
+    pub skipped: bool,
+}
+
+const UNIT: &str = "perturb";
+
+/// Applies the catalog to every committed case of `run_dir` and writes
+/// `variants`. A rerun with the same cases and catalog does nothing; a
+/// changed catalog or changed cases retire the old variants first.
+pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
+    let catalog = Catalog::load(&config.catalog)?;
+    let schema = |source| Error::Schema {
+        run: run_dir.to_path_buf(),
+        source,
+    };
+    let cases = ShardStore::open_existing(
+        &run_dir.join("cases"),
+        "cases",
+        <CaseRow as cfeval_schema::Table>::schema(),
+    )
+    .map_err(schema)?
+    .ok_or_else(|| Error::NoCases {
+        run: run_dir.to_path_buf(),
+    })?;
+    if cases.entries().is_empty() {
+        return Err(Error::NoCases {
+            run: run_dir.to_path_buf(),
+        });
+    }
+    let inputs: Vec<&str> = cases
+        .entries()
+        .iter()
+        .map(|entry| entry.blake3.as_str())
+        .collect();
+    let fingerprint = ids::fingerprint(&("perturb", env!("CARGO_PKG_VERSION"), catalog.hash(), &inputs));
+    let mut variants = ShardStore::open_table::<VariantRow>(run_dir).map_err(schema)?;
+    let mut report = Report {
+        catalog: catalog.name().to_string(),
+        catalog_hash: catalog.hash().to_string(),
+        ..Report::default()
+    };
+    if variants.is_complete(UNIT, &fingerprint) {
+        report.skipped = true;
+        return Ok(report);
+    }
+    let stale = variants.entries().iter().any(|entry| entry.unit == UNIT);
+    if stale {
+        let removed = variants.retire_unit(UNIT).map_err(schema)?;
+        tracing::info!(
+            removed,
+            "retired variants made under other inputs or another catalog"
+        );
+    }
+    let pool = {
+        let mut builder = rayon::ThreadPoolBuilder::new();
+        if let Some(threads) = config.threads {
+            builder = builder.num_threads(threads);
+        }
+        builder.build().map_err(|error| Error::Pool(error.to_string()))?
+    };
+    let run_name = run_dir
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut writer = variants.writer(Provenance {
+        run: run_name,
+        unit: UNIT.to_string(),
+        fingerprint: fingerprint.clone(),
+        catalog_hash: Some(catalog.hash().to_string()),
+    });
+    for batch in cases.read_rows::<CaseRow>().map_err(schema)? {
+        let batch = batch.map_err(schema)?;
+        let rows: Vec<VariantRow> = pool.install(|| {
+            batch
+                .par_iter()
+                .flat_map_iter(|case| engine::apply(&catalog, case))
+                .collect()
+        });
+        report.cases += batch.len() as u64;
+        for row in &rows {
+            report.variants += 1;
+            if row.intervention == "baseline" {
+                continue;
+            }
+            let count = report
+                .interventions
+                .entry(row.intervention.clone())
+                .or_insert_with(|| InterventionCount {
+                    family: row.family.clone(),
+                    ..InterventionCount::default()
+                });
+            if row.applicable {
+                count.applicable += 1;
+                report.applicable += 1;
+            } else {
+                count.not_applicable += 1;
+                report.not_applicable += 1;
+            }
+        }
+        writer.write_rows(&rows).map_err(schema)?;
+    }
+    let shards = writer.finish().map_err(schema)?;
+    variants
+        .mark_complete(UNIT, &fingerprint, &shards)
+        .map_err(schema)?;
+    Ok(report)
+}
+
+/// The pre-registration lock for later stages: given the catalog hashes of
+/// the shards a stage reads, returns the one catalog hash they share, or
+/// refuses when they come from different catalogs (unless `allow_mixed`) or
+/// when a shard has no catalog hash at all.
+pub fn check_catalog_lock<'a>(
+    table: &str,
+    shards: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    allow_mixed: bool,
+) -> Result<Option<String>> {
+    let mut hashes: Vec<String> = Vec::new();
+    for (file, hash) in shards {
+        let Some(hash) = hash else {
+            return Err(Error::MissingCatalogHash {
+                table: table.to_string(),
+                file: file.to_string(),
+            });
+        };
+        if !hashes.iter().any(|known| known == hash) {
+            hashes.push(hash.to_string());
+        }
+    }
+    hashes.sort();
+    match hashes.len() {
+        0 => Ok(None),
+        1 => Ok(hashes.pop()),
+        _ if allow_mixed => {
+            tracing::warn!(
+                table,
+                catalogs = hashes.len(),
+                "combining shards made under different catalogs"
+            );
+            Ok(None)
+        }
+        _ => Err(Error::MixedCatalogs {
+            table: table.to_string(),
+            hashes,
+        }),
+    }
+}
+
+/// [`check_catalog_lock`] over the committed shards of a store.
+pub fn check_store_catalog_lock(
+    store: &ShardStore,
+    table: &str,
+    allow_mixed: bool,
+) -> Result<Option<String>> {
+    check_catalog_lock(
+        table,
+        store
+            .entries()
+            .iter()
+            .map(|entry| (entry.file.as_str(), entry.catalog_hash.as_deref())),
+        allow_mixed,
+    )
+}

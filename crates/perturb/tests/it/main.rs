@@ -1,0 +1,6 @@
+//! Integration tests of the perturb stage.
+
+mod edits;
+mod fixtures;
+mod malformed;
+mod stage;

@@ -1,0 +1,119 @@
+//! The stage over a run directory, and the catalog lock.
+
+use cfeval_perturb::{Config, Error, check_catalog_lock, check_store_catalog_lock, run};
+use cfeval_schema::{CaseRow, Provenance, ShardStore, VariantRow};
+
+use crate::fixtures;
+
+fn write_cases(run_dir: &std::path::Path) {
+    let store = ShardStore::open_table::<CaseRow>(run_dir).unwrap_or_else(|error| panic!("{error}"));
+    let mut writer = store.writer(Provenance {
+        run: "r".into(),
+        unit: "cases".into(),
+        ..Provenance::default()
+    });
+    writer
+        .write_rows(&fixtures::all())
+        .unwrap_or_else(|error| panic!("{error}"));
+    writer.finish().unwrap_or_else(|error| panic!("{error}"));
+}
+
+fn shipped() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog/oncology-v1.yaml")
+}
+
+#[test]
+fn run_writes_every_row_stamped_with_the_catalog_and_resumes() {
+    let dir = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    write_cases(dir.path());
+    let config = Config {
+        catalog: shipped(),
+        threads: Some(2),
+    };
+    let report = run(&config, dir.path()).unwrap_or_else(|error| panic!("{error}"));
+    let interventions = 14;
+    assert_eq!(report.cases, 6);
+    assert_eq!(report.variants, 6 * (interventions + 1));
+    assert_eq!(report.applicable + report.not_applicable, 6 * interventions);
+    assert_eq!(report.interventions["N1"].applicable, 6);
+    let store = ShardStore::open_table::<VariantRow>(dir.path()).unwrap_or_else(|error| panic!("{error}"));
+    let hash = check_store_catalog_lock(&store, "variants", false).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(hash.as_deref(), Some(report.catalog_hash.as_str()));
+    let mut rows = 0;
+    for batch in store
+        .read_rows::<VariantRow>()
+        .unwrap_or_else(|error| panic!("{error}"))
+    {
+        for row in batch.unwrap_or_else(|error| panic!("{error}")) {
+            assert_eq!(row.catalog_hash, report.catalog_hash);
+            rows += 1;
+        }
+    }
+    assert_eq!(rows, report.variants);
+    let again = run(&config, dir.path()).unwrap_or_else(|error| panic!("{error}"));
+    assert!(again.skipped);
+
+    // A changed catalog retires the old variants instead of mixing them.
+    let edited = dir.path().join("edited.yaml");
+    let text = std::fs::read_to_string(shipped()).unwrap_or_default() + "\n# revised\n";
+    std::fs::write(&edited, text).unwrap_or_else(|error| panic!("{error}"));
+    let report2 = run(
+        &Config {
+            catalog: edited,
+            threads: Some(1),
+        },
+        dir.path(),
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    assert_ne!(report2.catalog_hash, report.catalog_hash);
+    let store = ShardStore::open_table::<VariantRow>(dir.path()).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(store.rows(), report2.variants);
+    assert_eq!(
+        check_store_catalog_lock(&store, "variants", false).unwrap_or_else(|error| panic!("{error}")),
+        Some(report2.catalog_hash)
+    );
+}
+
+#[test]
+fn a_run_without_cases_is_an_error() {
+    let dir = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let config = Config {
+        catalog: shipped(),
+        threads: None,
+    };
+    assert!(matches!(run(&config, dir.path()), Err(Error::NoCases { .. })));
+}
+
+#[test]
+fn mixed_catalogs_are_refused_unless_allowed() {
+    let shards = [
+        ("part-00000.parquet", Some("aaa")),
+        ("part-00001.parquet", Some("bbb")),
+    ];
+    let error = check_catalog_lock("responses", shards, false)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        error.contains("2 different intervention catalogs (aaa, bbb)"),
+        "{error}"
+    );
+    assert!(error.contains("--allow-mixed-catalogs"));
+    assert!(check_catalog_lock("responses", shards, true).is_ok());
+    let same = [
+        ("part-00000.parquet", Some("aaa")),
+        ("part-00001.parquet", Some("aaa")),
+    ];
+    assert_eq!(
+        check_catalog_lock("responses", same, false)
+            .ok()
+            .flatten()
+            .as_deref(),
+        Some("aaa")
+    );
+    let missing = [("part-00000.parquet", None)];
+    assert!(matches!(
+        check_catalog_lock("responses", missing, false),
+        Err(Error::MissingCatalogHash { .. })
+    ));
+}
