@@ -261,6 +261,48 @@ impl Drop for TestServer {
     }
 }
 
+/// A [`TestServer`] on its own one-worker runtime, for synchronous tests and benches
+/// (no runtime needed by the caller). Derefs to the server; stops when dropped.
+pub struct BackgroundServer {
+    server: Option<TestServer>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl BackgroundServer {
+    pub fn start(config: ServerConfig) -> std::io::Result<BackgroundServer> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("cfeval-test-server")
+            .enable_all()
+            .build()?;
+        let server = runtime.block_on(TestServer::start(config))?;
+        Ok(BackgroundServer {
+            server: Some(server),
+            runtime: Some(runtime),
+        })
+    }
+}
+
+impl std::ops::Deref for BackgroundServer {
+    type Target = TestServer;
+
+    fn deref(&self) -> &TestServer {
+        match &self.server {
+            Some(server) => server,
+            None => unreachable!("the server is only taken in drop"),
+        }
+    }
+}
+
+impl Drop for BackgroundServer {
+    fn drop(&mut self) {
+        drop(self.server.take());
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 struct Request {
     method: String,
     path: String,

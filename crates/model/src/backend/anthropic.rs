@@ -34,7 +34,7 @@ impl std::fmt::Debug for AnthropicBackend {
 
 impl AnthropicBackend {
     pub fn new(config: BackendConfig) -> Result<Self> {
-        let http = HttpTransport::new(config.limits.max_concurrency)?;
+        let http = HttpTransport::new(&config.base_url, config.limits.max_concurrency)?;
         Ok(AnthropicBackend {
             identity: BackendIdentity::from_config(&config),
             url: config.endpoint(),

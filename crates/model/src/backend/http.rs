@@ -20,8 +20,14 @@ pub(crate) struct HttpTransport {
 }
 
 impl HttpTransport {
-    pub(crate) fn new(max_idle_per_host: usize) -> Result<Self> {
-        let client = reqwest::Client::builder()
+    /// A client for `base_url`. Loopback servers (local vLLM, tests) bypass any proxy
+    /// set in the environment.
+    pub(crate) fn new(base_url: &str, max_idle_per_host: usize) -> Result<Self> {
+        let mut builder = reqwest::Client::builder();
+        if is_loopback(base_url) {
+            builder = builder.no_proxy();
+        }
+        let client = builder
             .user_agent(concat!("cfeval/", env!("CARGO_PKG_VERSION")))
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(30))
@@ -96,6 +102,18 @@ impl HttpTransport {
     }
 }
 
+fn is_loopback(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
+    let host = url.host_str().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
+}
+
 fn snippet(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let mut end = text.len().min(BODY_SNIPPET);
@@ -126,4 +144,25 @@ fn transport_error(config: &BackendConfig, endpoint: &str, err: &reqwest::Error)
 /// Reads a JSON number as `u64` (missing or negative → 0).
 pub(crate) fn count(value: &Value) -> u64 {
     value.as_u64().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_loopback_hosts() {
+        assert!(is_loopback("http://127.0.0.1:8000/v1"));
+        assert!(is_loopback("http://localhost:11434/v1"));
+        assert!(is_loopback("http://[::1]:8000"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("not a url"));
+    }
+
+    #[test]
+    fn snippets_cut_at_char_boundaries() {
+        let text = "é".repeat(BODY_SNIPPET);
+        let cut = snippet(text.as_bytes());
+        assert!(cut.len() <= BODY_SNIPPET && cut.chars().all(|c| c == 'é'));
+    }
 }

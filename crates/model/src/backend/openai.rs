@@ -27,7 +27,7 @@ impl std::fmt::Debug for OpenAiBackend {
 
 impl OpenAiBackend {
     pub fn new(config: BackendConfig) -> Result<Self> {
-        let http = HttpTransport::new(config.limits.max_concurrency)?;
+        let http = HttpTransport::new(&config.base_url, config.limits.max_concurrency)?;
         Ok(OpenAiBackend {
             identity: BackendIdentity::from_config(&config),
             url: config.endpoint(),

@@ -307,3 +307,19 @@ async fn unknown_routes_and_unreachable_servers_fail_cleanly() {
         .unwrap_err();
     assert_eq!(err.kind(), "transport", "{err}");
 }
+
+#[test]
+fn a_background_server_serves_callers_without_a_runtime() {
+    let server = cfeval_model::testing::BackgroundServer::start(ServerConfig::default()).unwrap();
+    let config = openai_config(&server, "vllm/sync", None);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = client_builder(config).build().unwrap();
+    let done = runtime
+        .block_on(client.chat(&ChatRequest::new(vec![Message::user("hi")])))
+        .unwrap();
+    assert_eq!(done.response.text.as_deref(), Some("[sync] hi"));
+    assert_eq!(server.requests(), 1);
+}
