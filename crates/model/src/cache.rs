@@ -85,7 +85,13 @@ struct CacheInner {
     dir: PathBuf,
     fsync: bool,
     counter: AtomicU64,
+    /// Bounds the blocking threads doing cache I/O (a sweep submits thousands of calls
+    /// at once; each would otherwise take a blocking-pool thread for its lookup).
+    io_slots: tokio::sync::Semaphore,
 }
+
+/// Cache reads and writes running at once, at most.
+const IO_SLOTS: usize = 8;
 
 impl ResponseCache {
     /// Opens (creating) a cache at `dir`. With `fsync`, each entry is flushed to disk
@@ -98,6 +104,7 @@ impl ResponseCache {
                 dir,
                 fsync,
                 counter: AtomicU64::new(0),
+                io_slots: tokio::sync::Semaphore::new(IO_SLOTS),
             }),
         })
     }
@@ -182,8 +189,17 @@ impl ResponseCache {
         })
     }
 
+    async fn io_slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>> {
+        self.inner
+            .io_slots
+            .acquire()
+            .await
+            .map_err(|_| Error::io("use cache", self.dir(), std::io::Error::other("cache closed")))
+    }
+
     /// The stored response for `key`, read on the blocking pool.
     pub async fn get(&self, key: &CacheKey) -> Result<Option<ChatResponse>> {
+        let _slot = self.io_slot().await?;
         let cache = self.clone();
         let key = *key;
         tokio::task::spawn_blocking(move || cache.get_blocking(&key))
@@ -204,6 +220,7 @@ impl ResponseCache {
         identity: &BackendIdentity,
         response: &ChatResponse,
     ) -> Result<()> {
+        let _slot = self.io_slot().await?;
         let cache = self.clone();
         let key = *key;
         let identity = identity.clone();

@@ -284,7 +284,7 @@ impl ModelClient {
             }
             Err(err) => CallOutcome::Error {
                 kind: err.kind().to_string(),
-                message: err.to_string(),
+                message: err.full_message(),
             },
         };
         if let Some(journal) = &inner.journal {
@@ -392,7 +392,7 @@ impl ModelClient {
                 let err = Error::TotalTimeout {
                     endpoint,
                     after: start.elapsed(),
-                    last: err.to_string(),
+                    last: err.full_message(),
                 };
                 return (Err(err), attempts, start.elapsed());
             }

@@ -62,8 +62,8 @@ pub enum Error {
     #[error("malformed response from {endpoint}: {message}")]
     MalformedResponse { endpoint: String, message: String },
 
-    /// Retries were exhausted; `last` is the final attempt's error.
-    #[error("call to {endpoint} failed after {attempts} attempts: {last}")]
+    /// Retries were exhausted; `last` (the source) is the final attempt's error.
+    #[error("call to {endpoint} failed after {attempts} attempts")]
     RetriesExhausted {
         endpoint: String,
         attempts: u32,
@@ -165,6 +165,18 @@ impl Error {
         }
     }
 
+    /// The message with its chain of sources, `: `-separated (for journals and logs).
+    pub fn full_message(&self) -> String {
+        let mut message = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        message
+    }
+
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             action,
@@ -207,5 +219,16 @@ mod tests {
         assert!(limited.is_retryable() && limited.is_rate_limit());
         assert_eq!(limited.retry_after(), Some(Duration::from_secs(2)));
         assert!(limited.to_string().contains("retry after 2s"));
+        let exhausted = Error::RetriesExhausted {
+            endpoint: "e".into(),
+            attempts: 3,
+            last: Box::new(status(503)),
+        };
+        assert_eq!(exhausted.kind(), "http_status");
+        assert!(!exhausted.is_retryable());
+        assert_eq!(
+            exhausted.full_message(),
+            "call to e failed after 3 attempts: e answered HTTP 503: "
+        );
     }
 }
