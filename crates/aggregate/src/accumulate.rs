@@ -1,0 +1,400 @@
+//! One streaming pass over `judgments`: per-case sums of every series, and
+//! the tuple-level scores the agreement statistics pair across judges.
+//!
+//! Only a projection of the columns is read, one batch at a time; what is
+//! kept grows with subjects × modes × judges × interventions × cases (the
+//! per-case sums) and with the number of CSS tuples (one packed `u64` per
+//! tuple for κ), never with the text columns.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+
+use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray};
+use cfeval_schema::{JudgmentRow, ShardStore, Table};
+
+use crate::error::{Error, Result};
+
+/// What a series measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Quantity {
+    /// CSS score (0 / 0.5 / 1) of a tuple in a CSS family.
+    Css,
+    /// CMS coverage of a baseline response.
+    Cms,
+    /// 1 when a negative-control tuple shifted spuriously.
+    Spurious,
+    /// 1 when the decisive section was read yet the recommendation did not move.
+    IntegrationFailure,
+    /// 1 when the decisive section was not read.
+    AccessFailure,
+}
+
+/// The identity of a series: one quantity of one (subject, mode, judge) on
+/// one intervention.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeriesKey {
+    pub subject: u32,
+    pub mode: u32,
+    pub judge: u32,
+    pub quantity: Quantity,
+    pub intervention: u32,
+}
+
+/// Interned strings, in first-seen order.
+#[derive(Debug, Default, Clone)]
+pub struct Names {
+    pub names: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Names {
+    pub fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), id);
+        id
+    }
+
+    pub fn get(&self, name: &str) -> Option<u32> {
+        self.index.get(name).copied()
+    }
+
+    pub fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// A human label's key: (subject, mode, case_id, intervention).
+pub type TupleKey = (String, String, String, String);
+
+/// Everything the pass collects.
+#[derive(Debug, Default)]
+pub struct Accumulated {
+    pub run: Option<String>,
+    pub subjects: Names,
+    pub modes: Names,
+    pub judges: Names,
+    pub cases: Names,
+    pub interventions: Names,
+    /// Family of each intervention (by intervention id).
+    pub intervention_family: Vec<String>,
+    pub is_control: BTreeMap<String, bool>,
+    pub catalog_hashes: BTreeSet<String>,
+    /// Prompt hashes seen per judge.
+    pub prompts: BTreeMap<String, BTreeSet<String>>,
+    /// Per series, per case: (sum, count).
+    pub sums: HashMap<SeriesKey, HashMap<u32, (f64, f64)>>,
+    /// CSS tuples: packed per-judge categories (4 bits per judge, 0 = none).
+    pub tuples: HashMap<u64, u64>,
+    /// Judge scores of the human-labelled tuples: key → judge → (score, family).
+    pub labelled: HashMap<TupleKey, Vec<(u32, f64)>>,
+    pub rows: u64,
+    /// Rows whose judge failed (null score).
+    pub judge_errors: u64,
+    /// Rows of a metric or family the stage does not score.
+    pub ignored: u64,
+}
+
+/// Which families count how.
+#[derive(Debug, Clone)]
+pub struct Families {
+    pub css: Vec<String>,
+    pub control: String,
+}
+
+const JUDGES_PACKED: u32 = 16;
+
+fn string_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
+    batch
+        .column_by_name(name)
+        .and_then(|column| column.as_any().downcast_ref::<StringArray>())
+        .ok_or_else(|| Error::Column { column: name.into() })
+}
+
+fn bool_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a BooleanArray> {
+    batch
+        .column_by_name(name)
+        .and_then(|column| column.as_any().downcast_ref::<BooleanArray>())
+        .ok_or_else(|| Error::Column { column: name.into() })
+}
+
+fn text(column: &StringArray, row: usize) -> Option<&str> {
+    (!column.is_null(row)).then(|| column.value(row))
+}
+
+fn flag(column: &BooleanArray, row: usize) -> Option<bool> {
+    (!column.is_null(row)).then(|| column.value(row))
+}
+
+/// A cache in front of an interner for runs of equal values.
+struct Last {
+    value: String,
+    id: u32,
+}
+
+fn intern_cached(names: &mut Names, last: &mut Option<Last>, value: &str) -> u32 {
+    if let Some(last) = last
+        && last.value == value
+    {
+        return last.id;
+    }
+    let id = names.intern(value);
+    *last = Some(Last {
+        value: value.to_string(),
+        id,
+    });
+    id
+}
+
+const COLUMNS: [&str; 15] = [
+    "run",
+    "judge",
+    "subject",
+    "is_control",
+    "mode",
+    "case_id",
+    "variant_id",
+    "intervention",
+    "family",
+    "catalog_hash",
+    "metric",
+    "score",
+    "label",
+    "prompt_hash",
+    "changed",
+];
+
+/// Streams the judgments of `run_dir` and accumulates them.
+pub fn accumulate(run_dir: &Path, families: &Families, labelled: &BTreeSet<TupleKey>) -> Result<Accumulated> {
+    let store = ShardStore::open_table::<JudgmentRow>(run_dir)?;
+    let mut columns: Vec<&str> = COLUMNS.to_vec();
+    columns.push("decisive_section_read");
+    debug_assert!(
+        columns
+            .iter()
+            .all(|name| JudgmentRow::schema().index_of(name).is_ok())
+    );
+    let mut state = Accumulator::new(families, labelled);
+    for batch in store.scan(Some(&columns))? {
+        state.batch(&batch?)?;
+    }
+    let mut out = state.out;
+    if out.rows == 0 {
+        return Err(Error::NoJudgments {
+            run: run_dir.display().to_string(),
+            path: store.dir().to_path_buf(),
+        });
+    }
+    out.prompts.retain(|_, hashes| !hashes.is_empty());
+    Ok(out)
+}
+
+struct Accumulator<'a> {
+    families: &'a Families,
+    labelled: &'a BTreeSet<TupleKey>,
+    out: Accumulated,
+    last_subject: Option<Last>,
+    last_mode: Option<Last>,
+    last_judge: Option<Last>,
+    last_case: Option<Last>,
+    last_intervention: Option<Last>,
+}
+
+impl<'a> Accumulator<'a> {
+    fn new(families: &'a Families, labelled: &'a BTreeSet<TupleKey>) -> Self {
+        Self {
+            families,
+            labelled,
+            out: Accumulated::default(),
+            last_subject: None,
+            last_mode: None,
+            last_judge: None,
+            last_case: None,
+            last_intervention: None,
+        }
+    }
+
+    fn add(&mut self, key: SeriesKey, case: u32, value: f64) {
+        let cell = self
+            .out
+            .sums
+            .entry(key)
+            .or_default()
+            .entry(case)
+            .or_insert((0.0, 0.0));
+        cell.0 += value;
+        cell.1 += 1.0;
+    }
+
+    fn batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let run = string_column(batch, "run")?;
+        let judge = string_column(batch, "judge")?;
+        let subject = string_column(batch, "subject")?;
+        let is_control = bool_column(batch, "is_control")?;
+        let mode = string_column(batch, "mode")?;
+        let case_id = string_column(batch, "case_id")?;
+        let variant_id = string_column(batch, "variant_id")?;
+        let intervention = string_column(batch, "intervention")?;
+        let family = string_column(batch, "family")?;
+        let catalog_hash = string_column(batch, "catalog_hash")?;
+        let metric = string_column(batch, "metric")?;
+        let label = string_column(batch, "label")?;
+        let prompt_hash = string_column(batch, "prompt_hash")?;
+        let changed = bool_column(batch, "changed")?;
+        let decisive = bool_column(batch, "decisive_section_read")?;
+        let score = batch
+            .column_by_name("score")
+            .and_then(|column| column.as_any().downcast_ref::<Float64Array>())
+            .ok_or_else(|| Error::Column {
+                column: "score".into(),
+            })?;
+        for row in 0..batch.num_rows() {
+            self.out.rows += 1;
+            if self.out.run.is_none() {
+                self.out.run = text(run, row).map(str::to_string);
+            }
+            if let Some(hash) = text(catalog_hash, row)
+                && !self.out.catalog_hashes.contains(hash)
+            {
+                self.out.catalog_hashes.insert(hash.to_string());
+            }
+            let judge_name = text(judge, row).unwrap_or_default();
+            let judge_id = intern_cached(&mut self.out.judges, &mut self.last_judge, judge_name);
+            if let Some(hash) = text(prompt_hash, row) {
+                let hashes = self.out.prompts.entry(judge_name.to_string()).or_default();
+                if !hashes.contains(hash) {
+                    hashes.insert(hash.to_string());
+                }
+            }
+            let subject_name = text(subject, row).unwrap_or_default();
+            let subject_id = intern_cached(&mut self.out.subjects, &mut self.last_subject, subject_name);
+            if subject_id as usize == self.out.is_control.len()
+                && !self.out.is_control.contains_key(subject_name)
+            {
+                self.out
+                    .is_control
+                    .insert(subject_name.to_string(), flag(is_control, row).unwrap_or(false));
+            }
+            let Some(value) = (!score.is_null(row)).then(|| score.value(row)) else {
+                self.out.judge_errors += 1;
+                continue;
+            };
+            let mode_name = text(mode, row).unwrap_or_default();
+            let mode_id = intern_cached(&mut self.out.modes, &mut self.last_mode, mode_name);
+            let case_name = text(case_id, row).unwrap_or_default();
+            let case = intern_cached(&mut self.out.cases, &mut self.last_case, case_name);
+            let intervention_name = text(intervention, row).unwrap_or_default();
+            let intervention_id = intern_cached(
+                &mut self.out.interventions,
+                &mut self.last_intervention,
+                intervention_name,
+            );
+            let family_name = text(family, row).unwrap_or_default();
+            if intervention_id as usize == self.out.intervention_family.len() {
+                self.out.intervention_family.push(family_name.to_string());
+            }
+            let key = |quantity| SeriesKey {
+                subject: subject_id,
+                mode: mode_id,
+                judge: judge_id,
+                quantity,
+                intervention: intervention_id,
+            };
+            match text(metric, row).unwrap_or_default() {
+                "cms" => self.add(key(Quantity::Cms), case, value),
+                "css" if self.families.css.iter().any(|name| name == family_name) => {
+                    self.add(key(Quantity::Css), case, value);
+                    if let Some(read) = flag(decisive, row) {
+                        let integration = read && flag(changed, row) == Some(false);
+                        self.add(key(Quantity::AccessFailure), case, f64::from(u8::from(!read)));
+                        self.add(
+                            key(Quantity::IntegrationFailure),
+                            case,
+                            f64::from(u8::from(integration)),
+                        );
+                    }
+                    self.record_tuple(
+                        judge_id,
+                        value,
+                        [
+                            subject_name,
+                            mode_name,
+                            case_name,
+                            text(variant_id, row).unwrap_or_default(),
+                        ],
+                    );
+                    if !self.labelled.is_empty() {
+                        let tuple: TupleKey = (
+                            subject_name.to_string(),
+                            mode_name.to_string(),
+                            case_name.to_string(),
+                            intervention_name.to_string(),
+                        );
+                        if self.labelled.contains(&tuple) {
+                            self.out
+                                .labelled
+                                .entry(tuple)
+                                .or_default()
+                                .push((judge_id, value));
+                        }
+                    }
+                }
+                "css" if family_name == self.families.control => {
+                    let spurious = match text(label, row) {
+                        Some(label) => label == "shifted_spuriously",
+                        None => flag(changed, row) == Some(true),
+                    };
+                    self.add(key(Quantity::Spurious), case, f64::from(u8::from(spurious)));
+                }
+                _ => self.out.ignored += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn record_tuple(&mut self, judge: u32, score: f64, parts: [&str; 4]) {
+        let Some(category) = crate::stats::kappa::css_category(score) else {
+            return;
+        };
+        if judge >= JUDGES_PACKED {
+            return;
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        parts.hash(&mut hasher);
+        let slot = self.out.tuples.entry(hasher.finish()).or_insert(0);
+        let shift = 4 * judge;
+        *slot = (*slot & !(0xF << shift)) | (((category as u64) + 1) << shift);
+    }
+}
+
+impl Accumulated {
+    /// CSS category pairs of two judges over the tuples both scored.
+    pub fn judge_pairs(&self, a: u32, b: u32) -> Vec<(usize, usize)> {
+        if a >= JUDGES_PACKED || b >= JUDGES_PACKED {
+            return Vec::new();
+        }
+        let mut pairs: Vec<(usize, usize)> = self
+            .tuples
+            .values()
+            .filter_map(|&packed| {
+                let x = (packed >> (4 * a)) & 0xF;
+                let y = (packed >> (4 * b)) & 0xF;
+                (x > 0 && y > 0).then(|| ((x - 1) as usize, (y - 1) as usize))
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs
+    }
+}

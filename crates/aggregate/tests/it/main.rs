@@ -1,0 +1,4 @@
+//! Integration tests of cfeval-aggregate.
+
+mod reference;
+mod simulation;
