@@ -1,0 +1,48 @@
+//! The error type of `cfeval-synthesize`.
+
+use std::path::PathBuf;
+
+/// What can stop E-Synthesis or the cohort generator. A single bad case is
+/// never an error: it becomes a `cases_quarantine` row.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot tell the format of {path}: {why}; pass --format text|jsonl|agentclinic|csv")]
+    UnknownFormat { path: PathBuf, why: String },
+    #[error(
+        "{path}: CSV header has neither a `text` column nor any known section column ({known}); columns found: {found}"
+    )]
+    CsvMissingColumn {
+        path: PathBuf,
+        known: String,
+        found: String,
+    },
+    #[error("no input cases: {0}")]
+    NoInput(String),
+    #[error("the guideline table could not be loaded")]
+    Guidelines(#[from] cfeval_guidelines::Error),
+    #[error("failed to write the `{table}` table")]
+    Shards {
+        table: String,
+        #[source]
+        source: cfeval_schema::Error,
+    },
+    #[error("failed to encode the cohort as JSON")]
+    Json(#[from] serde_json::Error),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,799 @@
+//! Biomarker statuses: `HER2+`, `ER-neg`, `ER/PR positive`, `positive for
+//! ER and PR`, `no EGFR mutation`, `HER2 IHC 2+, FISH non-amplified`,
+//! `PD-L1 TPS 60%`, `MSI-H`, `pMMR`, `triple-negative`, `BRAF pending`.
+
+use super::Found;
+use super::text::Tokens;
+
+/// How a marker mention reads: its canonical name, and a value when the
+/// mention itself carries one (`MSS`, `dMMR`).
+struct MarkerPhrase {
+    words: &'static [&'static str],
+    name: &'static str,
+    /// The mention must be written exactly so (short ambiguous words).
+    exact: Option<&'static str>,
+    fixed: Option<&'static str>,
+}
+
+const fn marker(words: &'static [&'static str], name: &'static str) -> MarkerPhrase {
+    MarkerPhrase {
+        words,
+        name,
+        exact: None,
+        fixed: None,
+    }
+}
+
+const fn fixed(words: &'static [&'static str], name: &'static str, value: &'static str) -> MarkerPhrase {
+    MarkerPhrase {
+        words,
+        name,
+        exact: None,
+        fixed: Some(value),
+    }
+}
+
+/// Longer phrases first where they share a first word.
+const MARKERS: &[MarkerPhrase] = &[
+    marker(&["her2", "/", "neu"], "HER2"),
+    marker(&["her", "-", "2"], "HER2"),
+    marker(&["her2neu"], "HER2"),
+    marker(&["her2"], "HER2"),
+    marker(&["erbb2"], "HER2"),
+    marker(&["estrogen", "receptor"], "ER"),
+    marker(&["oestrogen", "receptor"], "ER"),
+    MarkerPhrase {
+        words: &["er"],
+        name: "ER",
+        exact: Some("ER"),
+        fixed: None,
+    },
+    marker(&["progesterone", "receptor"], "PR"),
+    marker(&["pgr"], "PR"),
+    MarkerPhrase {
+        words: &["pr"],
+        name: "PR",
+        exact: Some("PR"),
+        fixed: None,
+    },
+    marker(&["pd", "-", "l1"], "PD-L1"),
+    marker(&["pdl1"], "PD-L1"),
+    marker(&["tumor", "proportion", "score"], "PD-L1"),
+    marker(&["tumour", "proportion", "score"], "PD-L1"),
+    marker(&["combined", "positive", "score"], "PD-L1"),
+    marker(&["egfr"], "EGFR"),
+    fixed(&["eml4", "-", "alk"], "ALK", "positive"),
+    marker(&["alk"], "ALK"),
+    marker(&["ros1"], "ROS1"),
+    marker(&["kras"], "KRAS"),
+    marker(&["nras"], "NRAS"),
+    marker(&["braf"], "BRAF"),
+    marker(&["brca1"], "BRCA"),
+    marker(&["brca2"], "BRCA"),
+    marker(&["brca"], "BRCA"),
+    fixed(&["microsatellite", "stable"], "MSI", "negative"),
+    fixed(&["microsatellite", "-", "stable"], "MSI", "negative"),
+    marker(&["microsatellite", "instability"], "MSI"),
+    marker(&["msi"], "MSI"),
+    fixed(&["mss"], "MSI", "negative"),
+    fixed(&["dmmr"], "MSI", "positive"),
+    fixed(&["pmmr"], "MSI", "negative"),
+    fixed(&["loss", "of", "mlh1"], "MSI", "positive"),
+    fixed(&["loss", "of", "msh2"], "MSI", "positive"),
+    fixed(&["loss", "of", "msh6"], "MSI", "positive"),
+    fixed(&["loss", "of", "pms2"], "MSI", "positive"),
+    marker(&["mismatch", "repair"], "MSI"),
+    marker(&["mmr"], "MSI"),
+];
+
+const TRIPLE_NEGATIVE: [&[&str]; 2] = [&["triple", "-", "negative"], &["triple", "negative"]];
+
+/// Status words, longest first.
+const STATUSES: &[(&[&str], &str)] = &[
+    (&["non", "-", "amplified"], "negative"),
+    (&["not", "amplified"], "negative"),
+    (&["nonamplified"], "negative"),
+    (&["wild", "-", "type"], "negative"),
+    (&["wild", "type"], "negative"),
+    (&["wildtype"], "negative"),
+    (&["wt"], "negative"),
+    (&["not", "detected"], "negative"),
+    (&["not", "mutated"], "negative"),
+    (&["not", "rearranged"], "negative"),
+    (&["not", "expressed"], "negative"),
+    (&["negative"], "negative"),
+    (&["neg"], "negative"),
+    (&["proficient"], "negative"),
+    (&["intact"], "negative"),
+    (&["retained"], "negative"),
+    (&["stable"], "negative"),
+    (&["not", "tested"], "unknown"),
+    (&["not", "assessed"], "unknown"),
+    (&["not", "performed"], "unknown"),
+    (&["not", "done"], "unknown"),
+    (&["not", "available"], "unknown"),
+    (&["pending"], "unknown"),
+    (&["unknown"], "unknown"),
+    (&["awaited"], "unknown"),
+    (&["unavailable"], "unknown"),
+    (&["insufficient"], "unknown"),
+    (&["failed"], "unknown"),
+    (&["equivocal"], "equivocal"),
+    (&["borderline"], "equivocal"),
+    (&["indeterminate"], "equivocal"),
+    (&["positive"], "positive"),
+    (&["pos"], "positive"),
+    (&["amplified"], "positive"),
+    (&["amplification"], "positive"),
+    (&["mutated"], "positive"),
+    (&["mutant"], "positive"),
+    (&["rearranged"], "positive"),
+    (&["rearrangement"], "positive"),
+    (&["fusion"], "positive"),
+    (&["detected"], "positive"),
+    (&["deficient"], "positive"),
+    (&["deficiency"], "positive"),
+    (&["overexpressed"], "positive"),
+    (&["overexpression"], "positive"),
+    (&["deletion"], "positive"),
+    (&["insertion"], "positive"),
+    (&["high"], "positive"),
+];
+
+/// Words that may sit before a marker after a negation (`no actionable EGFR`).
+const NEGATION_FILLERS: &[&str] = &[
+    "actionable",
+    "targetable",
+    "detectable",
+    "known",
+    "evidence",
+    "of",
+    "an",
+    "a",
+];
+
+#[derive(Debug, Clone)]
+struct Mention {
+    name: &'static str,
+    fixed: Option<&'static str>,
+    first: usize,
+    /// One past the last token.
+    end: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Status {
+    value: String,
+    detail: Option<String>,
+    /// Token range the status covers (inclusive first, exclusive end).
+    first: usize,
+    end: usize,
+}
+
+fn marker_at(tokens: &Tokens<'_>, index: usize) -> Option<Mention> {
+    let first_word = tokens.lower(index);
+    MARKERS.iter().find_map(|phrase| {
+        if phrase.words[0] != first_word || !tokens.matches(index, phrase.words) {
+            return None;
+        }
+        if let Some(exact) = phrase.exact
+            && tokens.raw(index) != exact
+        {
+            return None;
+        }
+        // `PD-L1` must not read as `PD` + `-`, and `ER` inside `HER2` never
+        // arises (tokens are whole words).
+        Some(Mention {
+            name: phrase.name,
+            fixed: phrase.fixed,
+            first: index,
+            end: index + phrase.words.len(),
+        })
+    })
+}
+
+fn status_at(tokens: &Tokens<'_>, index: usize, marker: &str) -> Option<(&'static str, usize)> {
+    let word = tokens.lower(index);
+    if marker == "MSI" {
+        match word {
+            "h" => return Some(("positive", 1)),
+            "l" | "low" => return Some(("negative", 1)),
+            _ => {}
+        }
+    }
+    if marker == "PD-L1" && word == "low" {
+        return Some(("positive", 1));
+    }
+    if is_variant(tokens.raw(index)) {
+        return Some(("positive", 1));
+    }
+    STATUSES.iter().find_map(|(words, value)| {
+        (words[0] == word && tokens.matches(index, words)).then_some((*value, words.len()))
+    })
+}
+
+/// `V600E`, `G12C`, `L858R`: a protein change names a mutation.
+fn is_variant(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    bytes.len() >= 4
+        && bytes.len() <= 7
+        && bytes[0].is_ascii_uppercase()
+        && bytes[bytes.len() - 1].is_ascii_uppercase()
+        && bytes[1..bytes.len() - 1].iter().all(u8::is_ascii_digit)
+}
+
+fn number_at(tokens: &Tokens<'_>, index: usize) -> Option<f64> {
+    let word = tokens.lower(index);
+    if !word.bytes().all(|byte| byte.is_ascii_digit()) || word.is_empty() {
+        return None;
+    }
+    let mut text = word.to_string();
+    // `1.5` is three tokens.
+    if tokens.lower(index + 1) == "."
+        && !tokens
+            .tokens
+            .get(index + 1)
+            .is_some_and(|token| token.space_before)
+        && tokens.lower(index + 2).bytes().all(|byte| byte.is_ascii_digit())
+        && !tokens.lower(index + 2).is_empty()
+    {
+        text.push('.');
+        text.push_str(tokens.lower(index + 2));
+    }
+    text.parse().ok()
+}
+
+/// Finds every biomarker fact in the clause `clause` (token range).
+pub fn extract(tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
+    let (start, end) = clause;
+    let mut mentions: Vec<Mention> = Vec::new();
+    let mut index = start;
+    while index < end {
+        if let Some(words) = TRIPLE_NEGATIVE.iter().find(|words| tokens.matches(index, words)) {
+            let last = index + words.len() - 1;
+            for name in ["ER", "PR", "HER2"] {
+                out.push(found(tokens, name, "negative", None, index, last));
+            }
+            index += words.len();
+            continue;
+        }
+        if let Some(mention) = marker_at(tokens, index) {
+            index = mention.end;
+            // `PD-L1 tumor proportion score`: one mention of one marker.
+            match mentions.last_mut() {
+                Some(last)
+                    if last.name == mention.name && last.end == mention.first && last.fixed.is_none() =>
+                {
+                    last.end = mention.end;
+                    last.fixed = mention.fixed;
+                }
+                _ => mentions.push(mention),
+            }
+        } else {
+            index += 1;
+        }
+    }
+    // Whether tokens `from..to` only join two markers (`/`, `,`, `and`).
+    let joined = |from: usize, to: usize| {
+        to > from
+            && (from..to).all(|between| match tokens.lower(between) {
+                // `ER/PR` joins; a spaced ` / ` separates list items.
+                "/" => !tokens.tokens[between].space_before && !tokens.tokens[between + 1].space_before,
+                "," | "and" | "&" | "or" => true,
+                _ => false,
+            })
+    };
+    // Whether mention `index` carries its own status right after it.
+    let own_status = |index: usize| {
+        let mention = &mentions[index];
+        let limit = mentions.get(index + 1).map_or(end, |next| next.first);
+        attached(tokens, mention.end, end, mention.name).is_some()
+            || forward(tokens, mention.end, limit, end, mention.name).is_some()
+    };
+    // Mentions with no status of their own that share the next group's
+    // (`ER, PR positive`).
+    let mut pending: Vec<usize> = Vec::new();
+    let mut position = 0;
+    while position < mentions.len() {
+        let mention = &mentions[position];
+        if let Some(value) = mention.fixed {
+            out.push(found(
+                tokens,
+                mention.name,
+                value,
+                None,
+                mention.first,
+                mention.end - 1,
+            ));
+            pending.clear();
+            position += 1;
+            continue;
+        }
+        // A group: `ER/PR`, `EGFR, ALK and ROS1` share one status; a
+        // mention with a status of its own starts a new group.
+        let mut group_end = position + 1;
+        while group_end < mentions.len()
+            && mentions[group_end].fixed.is_none()
+            && attached(
+                tokens,
+                mentions[group_end - 1].end,
+                end,
+                mentions[group_end - 1].name,
+            )
+            .is_none()
+            && joined(mentions[group_end - 1].end, mentions[group_end].first)
+            && (tokens.lower(mentions[group_end].first - 1) == "/" || !own_status(group_end))
+        {
+            group_end += 1;
+        }
+        let first = mentions[position].first;
+        let last_end = mentions[group_end - 1].end;
+        let name = mentions[position].name;
+        let next_marker = mentions.get(group_end).map_or(end, |next| next.first);
+        let status = attached(tokens, last_end, end, name)
+            .or_else(|| negated_before(tokens, first, start, last_end, next_marker))
+            .or_else(|| status_for_before(tokens, first, start, name))
+            .or_else(|| forward(tokens, last_end, next_marker, end, name));
+        match status {
+            Some(status) => {
+                let span_first = status.first.min(first);
+                let span_last = status.end.max(last_end) - 1;
+                for index in pending.drain(..).chain(position..group_end) {
+                    out.push(found(
+                        tokens,
+                        mentions[index].name,
+                        &status.value,
+                        status.detail.clone(),
+                        span_first.min(mentions[index].first),
+                        span_last,
+                    ));
+                }
+            }
+            None => {
+                let chained = mentions
+                    .get(group_end)
+                    .is_some_and(|next| joined(last_end, next.first));
+                if chained {
+                    pending.extend(position..group_end);
+                } else {
+                    pending.clear();
+                }
+            }
+        }
+        position = group_end;
+    }
+}
+
+fn found(
+    tokens: &Tokens<'_>,
+    name: &str,
+    value: &str,
+    detail: Option<String>,
+    first: usize,
+    last: usize,
+) -> Found {
+    let (start, end) = tokens.span(first, last);
+    let (polarity, certainty) = match value {
+        "negative" => ("negated", "certain"),
+        "equivocal" | "unknown" => ("affirmed", "uncertain"),
+        _ => ("affirmed", "certain"),
+    };
+    Found {
+        kind: "biomarker",
+        name: name.to_string(),
+        value: value.to_string(),
+        polarity,
+        certainty,
+        detail,
+        start,
+        end,
+    }
+}
+
+/// A status written onto the marker: `HER2+`, `ER-`, `ER-neg`, `MSI-H`,
+/// `EGFR-mutant`.
+fn attached(tokens: &Tokens<'_>, after: usize, clause_end: usize, marker: &str) -> Option<Status> {
+    if after >= clause_end {
+        return None;
+    }
+    let sign = tokens.lower(after);
+    let token = tokens.tokens[after];
+    match sign {
+        "+" => Some(Status {
+            value: "positive".into(),
+            detail: None,
+            first: after,
+            end: after + 1,
+        }),
+        "-" if !token.space_before => {
+            let next = after + 1;
+            let glued = tokens
+                .tokens
+                .get(next)
+                .is_some_and(|next| !next.space_before && next.word);
+            if glued && next < clause_end {
+                let (value, length) = status_at(tokens, next, marker)?;
+                Some(Status {
+                    value: value.into(),
+                    detail: None,
+                    first: after,
+                    end: next + length,
+                })
+            } else {
+                Some(Status {
+                    value: "negative".into(),
+                    detail: None,
+                    first: after,
+                    end: after + 1,
+                })
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `no EGFR mutation`, `no actionable EGFR/ALK alterations`.
+fn negated_before(
+    tokens: &Tokens<'_>,
+    first: usize,
+    clause_start: usize,
+    group_end: usize,
+    limit: usize,
+) -> Option<Status> {
+    let mut index = first;
+    let mut skipped = 0;
+    while index > clause_start && skipped <= 3 {
+        index -= 1;
+        let word = tokens.lower(index);
+        if word == "no" || word == "without" {
+            // Take the noun after the marker into the span (`mutation`).
+            let mut end = group_end;
+            while end < limit
+                && end < group_end + 2
+                && matches!(
+                    tokens.lower(end),
+                    "mutation"
+                        | "mutations"
+                        | "rearrangement"
+                        | "rearrangements"
+                        | "alteration"
+                        | "alterations"
+                        | "fusion"
+                        | "fusions"
+                        | "amplification"
+                        | "expression"
+                )
+            {
+                end += 1;
+            }
+            return Some(Status {
+                value: "negative".into(),
+                detail: None,
+                first: index,
+                end,
+            });
+        }
+        if !NEGATION_FILLERS.contains(&word) {
+            return None;
+        }
+        skipped += 1;
+    }
+    None
+}
+
+/// `positive for ER and PR`, `negative for HER2`.
+fn status_for_before(tokens: &Tokens<'_>, first: usize, clause_start: usize, marker: &str) -> Option<Status> {
+    if first < clause_start + 2 || tokens.lower(first - 1) != "for" {
+        return None;
+    }
+    let status_end = first - 1;
+    // Try one- and two-word statuses ending right before `for`.
+    for length in [1usize, 2, 3] {
+        if status_end < clause_start + length {
+            break;
+        }
+        let status_first = status_end - length;
+        if let Some((value, matched)) = status_at(tokens, status_first, marker)
+            && matched == length
+        {
+            let adverb = status_first > clause_start
+                && matches!(
+                    tokens.lower(status_first - 1),
+                    "strongly" | "weakly" | "diffusely"
+                );
+            return Some(Status {
+                value: value.into(),
+                detail: None,
+                first: if adverb { status_first - 1 } else { status_first },
+                end: first,
+            });
+        }
+    }
+    None
+}
+
+/// The status after the marker: `HER2 3+`, `ER positive (90%)`, `EGFR exon
+/// 19 deletion`, `PD-L1 high (TPS 80%)`, `HER2 IHC 2+, FISH non-amplified`.
+fn forward(
+    tokens: &Tokens<'_>,
+    from: usize,
+    limit: usize,
+    clause_end: usize,
+    marker: &str,
+) -> Option<Status> {
+    let stop = limit.min(clause_end).min(from + 9);
+    let mut word_status: Option<(&'static str, usize, usize)> = None;
+    let mut number: Option<(f64, bool, usize, usize, bool)> = None; // value, below, first, end, percent
+    let mut cps = false;
+    let mut ihc_score: Option<(u32, usize, usize)> = None;
+    let mut saw_mutation = None;
+    let mut index = from;
+    while index < stop {
+        let word = tokens.lower(index);
+        if word == "cps" || tokens.matches(index, &["combined", "positive", "score"]) {
+            cps = true;
+        }
+        if matches!(word, "mutation" | "mutations") {
+            saw_mutation.get_or_insert(index);
+        }
+        if let Some(value) = number_at(tokens, index)
+            && matches!(marker, "PD-L1" | "ER" | "PR" | "HER2")
+        {
+            let below = index > 0
+                && (tokens.lower(index - 1) == "<"
+                    || (index > 1 && tokens.lower(index - 1) == "than" && tokens.lower(index - 2) == "less"));
+            let mut end = index + 1;
+            if tokens.lower(end) == "." {
+                end += 2;
+            }
+            if marker == "HER2" && tokens.lower(end) == "+" && value <= 3.0 {
+                ihc_score.get_or_insert((value as u32, index, end + 1));
+                index = end + 1;
+                if word_status.is_none() {
+                    break;
+                }
+                continue;
+            }
+            let percent = tokens.lower(end) == "%";
+            if percent {
+                end += 1;
+            }
+            let first = if !below {
+                index
+            } else if tokens.lower(index - 1) == "<" {
+                index - 1
+            } else {
+                index - 2
+            };
+            if number.is_none() && !(marker == "HER2" && !percent && value != 0.0) {
+                number = Some((value, below, first, end, percent));
+            }
+            if word_status.is_some() || marker != "PD-L1" {
+                break;
+            }
+            index = end;
+            continue;
+        }
+        if let Some((value, length)) = status_at(tokens, index, marker) {
+            if word_status.is_none() {
+                word_status = Some((value, index, index + length));
+            }
+            if marker != "PD-L1" || number.is_some() {
+                break;
+            }
+            index += length;
+            continue;
+        }
+        index += 1;
+    }
+    if let Some((score, first, end)) = ihc_score {
+        return Some(her2_ihc(tokens, score, first, end, limit.min(clause_end)));
+    }
+    if let Some((value, below, first, end, percent)) = number
+        && matches!(marker, "PD-L1" | "ER" | "PR")
+    {
+        let shown = if below {
+            format!("<{value}")
+        } else {
+            format!("{value}")
+        };
+        let detail = match (marker, cps || !percent) {
+            ("PD-L1", true) => format!("CPS {shown}"),
+            ("PD-L1", false) => format!("TPS {shown}%"),
+            _ => format!("{shown}%"),
+        };
+        let positive = if below { value > 1.0 } else { value >= 1.0 };
+        let value = if positive { "positive" } else { "negative" };
+        let first = word_status.map_or(first, |(_, status_first, _)| status_first.min(first));
+        let end = word_status.map_or(end, |(_, _, status_end)| status_end.max(end));
+        return Some(Status {
+            value: value.into(),
+            detail: Some(detail),
+            first,
+            end,
+        });
+    }
+    if let Some((value, first, end)) = word_status {
+        let detail = if marker == "PD-L1" {
+            let word = tokens.lower(first);
+            matches!(word, "high" | "low").then(|| word.to_string())
+        } else {
+            is_variant(tokens.raw(first)).then(|| tokens.raw(first).to_string())
+        };
+        return Some(Status {
+            value: value.into(),
+            detail,
+            first,
+            end,
+        });
+    }
+    if marker == "HER2"
+        && let Some((_, _, first, end, _)) = number
+    {
+        // `HER2 0`.
+        return Some(Status {
+            value: "negative".into(),
+            detail: Some("IHC 0".into()),
+            first,
+            end,
+        });
+    }
+    saw_mutation.map(|index| Status {
+        value: "positive".into(),
+        detail: None,
+        first: index,
+        end: index + 1,
+    })
+}
+
+/// HER2 by IHC score, with an ISH result settling 2+.
+fn her2_ihc(tokens: &Tokens<'_>, score: u32, first: usize, end: usize, limit: usize) -> Status {
+    let detail = Some(format!("IHC {score}+"));
+    let value = match score {
+        3 => "positive",
+        0 | 1 => "negative",
+        _ => "equivocal",
+    };
+    if score == 2 {
+        let stop = limit.min(end + 10);
+        let mut index = end;
+        while index < stop {
+            if matches!(tokens.lower(index), "fish" | "ish" | "sish" | "cish" | "ddish") {
+                let mut look = index + 1;
+                while look < stop {
+                    if let Some((value, length)) = status_at(tokens, look, "HER2") {
+                        let value = if value == "unknown" { "equivocal" } else { value };
+                        return Status {
+                            value: value.into(),
+                            detail,
+                            first,
+                            end: look + length,
+                        };
+                    }
+                    look += 1;
+                }
+            }
+            index += 1;
+        }
+    }
+    Status {
+        value: value.into(),
+        detail,
+        first,
+        end,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statuses(text: &str) -> Vec<(String, String)> {
+        let tokens = Tokens::new(text);
+        let mut out = Vec::new();
+        for clause in tokens.clauses() {
+            extract(&tokens, clause, &mut out);
+        }
+        for fact in &out {
+            assert!(text.get(fact.start..fact.end).is_some());
+        }
+        out.into_iter().map(|fact| (fact.name, fact.value)).collect()
+    }
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn attached_and_listed_statuses() {
+        assert_eq!(
+            statuses("Receptors: ER+/PR-/HER2 3+."),
+            pairs(&[("ER", "positive"), ("PR", "negative"), ("HER2", "positive")])
+        );
+        assert_eq!(statuses("She is ER-neg."), pairs(&[("ER", "negative")]));
+        assert_eq!(
+            statuses("ER and PR strongly positive"),
+            pairs(&[("ER", "positive"), ("PR", "positive")])
+        );
+        assert_eq!(
+            statuses("tumour was positive for ER, negative for HER2"),
+            pairs(&[("ER", "positive"), ("HER2", "negative")])
+        );
+        assert_eq!(
+            statuses("triple negative disease"),
+            pairs(&[("ER", "negative"), ("PR", "negative"), ("HER2", "negative")])
+        );
+    }
+
+    #[test]
+    fn her2_ihc_and_ish() {
+        assert_eq!(
+            statuses("HER2 by IHC 2+; FISH pending"),
+            pairs(&[("HER2", "equivocal")])
+        );
+        assert_eq!(
+            statuses("HER2 IHC score 2+ and ISH ratio not amplified"),
+            pairs(&[("HER2", "negative")])
+        );
+        assert_eq!(
+            statuses("HER2 (2+) with SISH amplification"),
+            pairs(&[("HER2", "positive")])
+        );
+        assert_eq!(statuses("HER2 1+"), pairs(&[("HER2", "negative")]));
+        assert_eq!(
+            statuses("HER2 status: equivocal"),
+            pairs(&[("HER2", "equivocal")])
+        );
+    }
+
+    #[test]
+    fn drivers_and_negations() {
+        assert_eq!(
+            statuses("NGS found no EGFR mutation"),
+            pairs(&[("EGFR", "negative")])
+        );
+        assert_eq!(
+            statuses("no targetable EGFR/ALK alterations"),
+            pairs(&[("EGFR", "negative"), ("ALK", "negative")])
+        );
+        assert_eq!(
+            statuses("KRAS p.G12C was identified"),
+            pairs(&[("KRAS", "positive")])
+        );
+        assert_eq!(statuses("BRAF wildtype"), pairs(&[("BRAF", "negative")]));
+        assert_eq!(statuses("EML4-ALK fusion"), pairs(&[("ALK", "positive")]));
+        assert_eq!(statuses("ROS1 testing failed"), pairs(&[("ROS1", "unknown")]));
+    }
+
+    #[test]
+    fn msi_forms() {
+        assert_eq!(statuses("tumour is MSI-high"), pairs(&[("MSI", "positive")]));
+        assert_eq!(statuses("MMR proteins retained"), pairs(&[("MSI", "negative")]));
+        assert_eq!(statuses("microsatellite-stable"), pairs(&[("MSI", "negative")]));
+        assert_eq!(statuses("dMMR by IHC"), pairs(&[("MSI", "positive")]));
+    }
+
+    #[test]
+    fn pdl1_levels() {
+        let tokens = Tokens::new("PD-L1 (22C3) tumor cells 45%; PD-L1 CPS of 3; PD-L1 less than 1%");
+        let mut out = Vec::new();
+        for clause in tokens.clauses() {
+            extract(&tokens, clause, &mut out);
+        }
+        let details: Vec<(&str, Option<&str>)> = out
+            .iter()
+            .map(|fact| (fact.value.as_str(), fact.detail.as_deref()))
+            .collect();
+        assert_eq!(
+            details,
+            vec![
+                ("positive", Some("TPS 45%")),
+                ("positive", Some("CPS 3")),
+                ("negative", Some("TPS <1%"))
+            ]
+        );
+    }
+}

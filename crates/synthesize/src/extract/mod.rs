@@ -1,0 +1,249 @@
+//! The fact extractor: a rule-based pass, plus any extra [`FactSource`]s
+//! (an LLM-assisted pass later), all checked by the same span verification.
+
+mod clinical;
+mod markers;
+pub mod sections;
+pub mod text;
+
+use cfeval_schema::{Fact, Section};
+
+use text::Tokens;
+
+/// A fact found by a rule, before it is placed in a section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub kind: &'static str,
+    pub name: String,
+    pub value: String,
+    pub polarity: &'static str,
+    pub certainty: &'static str,
+    pub detail: Option<String>,
+    /// Byte offsets into the source text.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A source of facts over a case's text. The rule-based extractor is one;
+/// an LLM-assisted pass can be another. Every fact a source returns goes
+/// through [`verify_fact`]: a fact whose span is not an exact substring of
+/// the source at its offsets is dropped and counted, never kept.
+pub trait FactSource: Send + Sync {
+    /// The value written to `Fact::origin` (`rule`, `llm`).
+    fn origin(&self) -> &str;
+
+    /// Facts for one case. `sections` are the case's sections (with spans).
+    fn facts(&self, source_text: &str, sections: &[Section]) -> Result<Vec<Fact>, String>;
+}
+
+/// The rule-based extractor (the default source).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RuleExtractor;
+
+impl FactSource for RuleExtractor {
+    fn origin(&self) -> &str {
+        "rule"
+    }
+
+    fn facts(&self, source_text: &str, sections: &[Section]) -> Result<Vec<Fact>, String> {
+        Ok(extract_facts(source_text, sections))
+    }
+}
+
+/// Runs every rule over the text and places the facts in sections.
+pub fn extract_facts(source_text: &str, sections: &[Section]) -> Vec<Fact> {
+    let tokens = Tokens::new(source_text);
+    let clauses = tokens.clauses();
+    let mut found = Vec::new();
+    let (mut cancer, mut stage, mut tnm, mut metastatic, mut surgery, mut ecog) =
+        (false, false, false, false, false, false);
+    for &clause in &clauses {
+        cancer = cancer || clinical::cancer_type(&tokens, clause, &mut found);
+        stage = stage || clinical::stage_group(&tokens, clause, &mut found);
+        tnm = tnm || clinical::tnm(&tokens, clause, &mut found);
+        metastatic = metastatic || clinical::metastatic(&tokens, clause, &mut found);
+        if !surgery && !tokens.is_question(clause) {
+            surgery = clinical::surgery(&tokens, clause, &mut found);
+        }
+        ecog = ecog || clinical::ecog(&tokens, clause, &mut found);
+        markers::extract(&tokens, clause, &mut found);
+        clinical::prior_lines(&tokens, clause, &mut found);
+        clinical::comorbidities(&tokens, clause, &mut found);
+        clinical::findings(&tokens, clause, &mut found);
+    }
+    let mut facts: Vec<Fact> = Vec::with_capacity(found.len());
+    for item in found {
+        // One fact per biomarker, comorbidity and finding: the first mention.
+        let duplicate = facts.iter().any(|fact| {
+            fact.kind == item.kind
+                && match item.kind {
+                    "biomarker" | "comorbidity" | "finding" => fact.name == item.name,
+                    "prior_line" => {
+                        normalise_regimen(&fact.name) == normalise_regimen(&item.name)
+                            && fact.value == item.value
+                    }
+                    _ => false,
+                }
+        });
+        if duplicate {
+            continue;
+        }
+        facts.push(Fact {
+            kind: item.kind.to_string(),
+            name: item.name,
+            value: item.value,
+            polarity: item.polarity.to_string(),
+            certainty: item.certainty.to_string(),
+            detail: item.detail,
+            section: sections::section_at(sections, item.start).to_string(),
+            span_start: item.start as u64,
+            span_end: item.end as u64,
+            span_text: source_text[item.start..item.end].to_string(),
+            origin: "rule".to_string(),
+        });
+    }
+    facts
+}
+
+/// A regimen name for comparison: lower case, drug separators unified.
+pub fn normalise_regimen(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    let mut parts: Vec<&str> = lower
+        .split(['/', '+', ',', '&'])
+        .flat_map(|part| part.split(" and "))
+        .flat_map(|part| part.split(" plus "))
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect();
+    parts.sort_unstable();
+    parts.join("/")
+}
+
+/// Why a fact's span failed verification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanError {
+    pub kind: String,
+    pub name: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for SpanError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "fact {}/{}: {}", self.kind, self.name, self.reason)
+    }
+}
+
+/// Checks that a fact's span is an exact, non-empty substring of the source
+/// at its byte offsets.
+pub fn verify_fact(source_text: &str, fact: &Fact) -> Result<(), SpanError> {
+    let error = |reason: String| SpanError {
+        kind: fact.kind.clone(),
+        name: fact.name.clone(),
+        reason,
+    };
+    let (start, end) = (fact.span_start as usize, fact.span_end as usize);
+    if start >= end {
+        return Err(error(format!("empty or reversed span {start}..{end}")));
+    }
+    match source_text.get(start..end) {
+        None => Err(error(format!(
+            "span {start}..{end} is outside the source ({} bytes) or splits a character",
+            source_text.len()
+        ))),
+        Some(slice) if slice != fact.span_text => Err(error(format!(
+            "span {start}..{end} reads {slice:?}, not {:?}",
+            fact.span_text
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Checks every section span (where present) and every fact span.
+pub fn verify_spans(source_text: &str, sections: &[Section], facts: &[Fact]) -> Vec<SpanError> {
+    let mut errors = Vec::new();
+    for section in sections {
+        if let (Some(start), Some(end)) = (section.span_start, section.span_end)
+            && source_text.get(start as usize..end as usize) != Some(section.text.as_str())
+        {
+            errors.push(SpanError {
+                kind: "section".into(),
+                name: section.name.clone(),
+                reason: format!("section span {start}..{end} does not read the section text"),
+            });
+        }
+    }
+    errors.extend(
+        facts
+            .iter()
+            .filter_map(|fact| verify_fact(source_text, fact).err()),
+    );
+    errors
+}
+
+/// Finds the byte offsets of `needle` in `source_text` for a fact source
+/// that only knows the text of its evidence (e.g. an LLM's quote): the
+/// offsets when the quote occurs exactly once, else `None`.
+pub fn locate_span(source_text: &str, needle: &str) -> Option<(usize, usize)> {
+    if needle.is_empty() {
+        return None;
+    }
+    let mut matches = source_text.match_indices(needle);
+    let (start, _) = matches.next()?;
+    matches.next().is_none().then_some((start, start + needle.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_carry_verified_spans_and_sections() {
+        let text = "Pathology: invasive ductal carcinoma, grade 2.\nMolecular: ER 90%, PR-neg, HER2 equivocal.\nStage: clinical stage IIB (cT2N1M0).";
+        let sections = sections::split(text);
+        let facts = extract_facts(text, &sections);
+        assert!(verify_spans(text, &sections, &facts).is_empty());
+        let find = |kind: &str, name: &str| {
+            facts
+                .iter()
+                .find(|fact| fact.kind == kind && fact.name == name)
+                .unwrap()
+        };
+        assert_eq!(find("cancer_type", "primary").value, "breast");
+        assert_eq!(find("cancer_type", "primary").section, "pathology");
+        let her2 = find("biomarker", "HER2");
+        assert_eq!(
+            (her2.value.as_str(), her2.certainty.as_str()),
+            ("equivocal", "uncertain")
+        );
+        assert_eq!(find("biomarker", "ER").value, "positive");
+        assert_eq!(find("biomarker", "PR").polarity, "negated");
+        assert_eq!(find("stage", "group").detail.as_deref(), Some("IIB"));
+        assert_eq!(find("stage", "group").section, "staging");
+        assert_eq!(find("stage", "tnm").value, "cT2N1M0");
+    }
+
+    #[test]
+    fn verification_rejects_wrong_spans() {
+        let text = "HER2 positive";
+        let mut fact = extract_facts(text, &[]).remove(0);
+        assert!(verify_fact(text, &fact).is_ok());
+        fact.span_start += 1;
+        assert!(verify_fact(text, &fact).is_err());
+        fact.span_end = 99;
+        assert!(verify_fact(text, &fact).is_err());
+        assert_eq!(locate_span("a b a", "b"), Some((2, 3)));
+        assert_eq!(locate_span("a b a", "a"), None);
+    }
+
+    #[test]
+    fn regimen_names_normalise() {
+        assert_eq!(
+            normalise_regimen("FOLFOX + Bevacizumab"),
+            normalise_regimen("bevacizumab/FOLFOX")
+        );
+        assert_eq!(
+            normalise_regimen("carboplatin and pemetrexed"),
+            "carboplatin/pemetrexed"
+        );
+    }
+}
