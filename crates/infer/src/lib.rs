@@ -1,1 +1,27 @@
-//! The infer stage: every subject on every variant. Lands with its issue.
+//! The infer stage: every subject on every variant, in `single_shot` or
+//! `agent` mode, into the `responses` table.
+//!
+//! - [`respond`]: one subject answering one variant. Single-shot puts the
+//!   whole chart in one prompt; the agent is a ReAct loop whose tools
+//!   `list_chart_sections` and `read_chart_section(name)` serve the
+//!   *variant's* chart (the intervention mutates what the tool returns), with
+//!   native tool calling or a text protocol for models without it, and a
+//!   recorded trace (step, tool, arguments, result hash, sections read, errors).
+//! - [`control`]: the control subjects that validate the metric.
+//! - [`run()`]: the stage over a run, resumable (answered variants are
+//!   skipped; rows are committed chunk by chunk, in variant order) and sliceable
+//!   (`--shard i/n`).
+//!
+//! A failed call never stops the stage: it becomes a row with `status = error`.
+
+pub mod control;
+mod error;
+pub mod prompt;
+pub mod respond;
+mod run;
+
+pub use control::{Control, ControlKind};
+pub use error::{Error, Result};
+pub use prompt::Prompts;
+pub use respond::{CallSettings, Mode, Subject, respond};
+pub use run::{Config, Report, Slice, fingerprint, run, run_async, unit};

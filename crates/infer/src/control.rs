@@ -1,0 +1,167 @@
+//! Control subjects: recommenders with known behaviour that validate the
+//! metric. They read the variant's facts (what the chart says after the
+//! intervention), never call a model, and are marked `is_control` in every
+//! output.
+//!
+//! - `control/reference` follows the guideline rule table: it should score CSS ≈ 1.
+//! - `control/constant` gives one fixed plan per cancer type whatever the chart: CSS = 0.
+//! - `control/blind-<kind>` is the reference blind to one fact kind
+//!   (`surgery`, `biomarker`, `stage`, `prior_line`): CSS = 0 on the family
+//!   that edits that kind, ≈ 1 elsewhere.
+//! - `control/erratic` picks a guideline plan at random per variant (seeded by
+//!   the variant id): it changes its answer on nearly every edit, so it shows a
+//!   high spurious-shift rate on family N and a CSS far below `reference`.
+
+use cfeval_guidelines::Guidelines;
+use cfeval_schema::{ConsensusItem, Fact};
+
+use crate::error::{Error, Result};
+
+/// Which control.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlKind {
+    Reference,
+    Constant,
+    Blind(Vec<String>),
+    Erratic,
+}
+
+/// A control subject.
+#[derive(Debug, Clone)]
+pub struct Control {
+    pub name: String,
+    pub kind: ControlKind,
+    guidelines: Guidelines,
+}
+
+impl Control {
+    /// Parses `control/<kind>`.
+    pub fn parse(name: &str, guidelines: Guidelines) -> Result<Self> {
+        let kind = match name.strip_prefix("control/") {
+            Some("reference") => ControlKind::Reference,
+            Some("constant") => ControlKind::Constant,
+            Some("erratic") => ControlKind::Erratic,
+            Some(blind) if blind.starts_with("blind-") => {
+                let kinds: Vec<String> = match &blind["blind-".len()..] {
+                    "surgery" => vec!["surgery".into()],
+                    "biomarker" | "biomarkers" => vec!["biomarker".into()],
+                    "stage" => vec!["stage".into(), "metastatic".into()],
+                    "prior_line" | "prior-line" | "progression" => vec!["prior_line".into()],
+                    _ => return Err(Error::UnknownControl(name.to_string())),
+                };
+                ControlKind::Blind(kinds)
+            }
+            _ => return Err(Error::UnknownControl(name.to_string())),
+        };
+        Ok(Self {
+            name: name.to_string(),
+            kind,
+            guidelines,
+        })
+    }
+
+    /// The plan items this control recommends for a chart's facts.
+    pub fn recommend(&self, facts: &[Fact], variant_id: &str) -> Vec<ConsensusItem> {
+        match &self.kind {
+            ControlKind::Reference => self.guidelines.recommend(facts).items,
+            ControlKind::Blind(kinds) => {
+                let seen: Vec<Fact> = facts
+                    .iter()
+                    .filter(|fact| !kinds.contains(&fact.kind))
+                    .cloned()
+                    .collect();
+                self.guidelines.recommend(&seen).items
+            }
+            ControlKind::Constant => {
+                let cancer: Vec<Fact> = facts
+                    .iter()
+                    .filter(|fact| fact.kind == "cancer_type")
+                    .cloned()
+                    .collect();
+                self.guidelines.recommend(&cancer).items
+            }
+            ControlKind::Erratic => {
+                let cancer = facts
+                    .iter()
+                    .find(|fact| fact.kind == "cancer_type")
+                    .map(|fact| fact.value.clone());
+                let candidates: Vec<_> = self
+                    .guidelines
+                    .rules
+                    .iter()
+                    .filter(|rule| {
+                        rule.when.cancer.is_empty()
+                            || cancer.as_ref().is_some_and(|c| rule.when.cancer.contains(c))
+                    })
+                    .collect();
+                if candidates.is_empty() {
+                    return Vec::new();
+                }
+                let hash = blake3::hash(variant_id.as_bytes());
+                let mut bytes = [0u8; 8];
+                bytes.copy_from_slice(&hash.as_bytes()[..8]);
+                let pick = (u64::from_le_bytes(bytes) % candidates.len() as u64) as usize;
+                candidates[pick]
+                    .items
+                    .iter()
+                    .map(|item| ConsensusItem {
+                        text: item.text.clone(),
+                        weight: item.weight,
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The control's answer in the same shape a model is asked for.
+    pub fn answer(&self, facts: &[Fact], variant_id: &str) -> String {
+        let items = self.recommend(facts, variant_id);
+        let plan = if items.is_empty() {
+            "no guideline plan applies; discuss at tumor board".to_string()
+        } else {
+            items
+                .iter()
+                .map(|item| item.text.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        format!(
+            "Reasoning: {} control subject ({}).\nRecommendation: {plan}",
+            self.name,
+            self.describe()
+        )
+    }
+
+    fn describe(&self) -> &'static str {
+        match self.kind {
+            ControlKind::Reference => "follows the guideline rule table",
+            ControlKind::Constant => "one fixed plan per cancer type",
+            ControlKind::Blind(_) => "guideline rule table blind to one fact kind",
+            ControlKind::Erratic => "a guideline plan picked at random per variant",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_control_names() {
+        let table = Guidelines::builtin().expect("table");
+        assert_eq!(
+            Control::parse("control/reference", table.clone())
+                .expect("ok")
+                .kind,
+            ControlKind::Reference
+        );
+        assert_eq!(
+            Control::parse("control/blind-surgery", table.clone())
+                .expect("ok")
+                .kind,
+            ControlKind::Blind(vec!["surgery".into()])
+        );
+        assert!(Control::parse("control/oracle", table.clone()).is_err());
+        assert!(Control::parse("openai/gpt-5", table).is_err());
+    }
+}

@@ -1,0 +1,470 @@
+//! One subject answering one variant: single-shot, or a ReAct agent that reads
+//! the chart through `list_chart_sections` and `read_chart_section(name)`.
+
+use cfeval_model::{ChatParams, ChatRequest, Message, ModelClient, ToolSpec};
+use cfeval_schema::{ResponseRow, Section, TraceStep, VariantRow};
+use serde_json::json;
+
+use crate::control::Control;
+use crate::prompt::{Prompts, extract_recommendation, render_chart};
+
+/// The mode a subject runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    SingleShot,
+    Agent,
+}
+
+impl Mode {
+    /// The name used in tables (`single_shot`, `agent`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::SingleShot => "single_shot",
+            Mode::Agent => "agent",
+        }
+    }
+}
+
+/// Settings of a subject's calls.
+#[derive(Debug, Clone)]
+pub struct CallSettings {
+    pub temperature: f64,
+    pub seed: Option<u64>,
+    pub max_tokens: u32,
+    /// Agent steps (model calls) before the agent is stopped.
+    pub max_steps: u32,
+}
+
+impl Default for CallSettings {
+    fn default() -> Self {
+        Self {
+            temperature: 0.0,
+            seed: Some(0),
+            max_tokens: 512,
+            max_steps: 8,
+        }
+    }
+}
+
+/// A subject: a model behind the chat trait, or a control.
+pub enum Subject {
+    Model {
+        name: String,
+        client: ModelClient,
+        /// Whether the backend does native tool calling (else the text protocol).
+        native_tools: bool,
+    },
+    Control(Control),
+}
+
+impl std::fmt::Debug for Subject {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Subject")
+            .field("name", &self.name())
+            .finish()
+    }
+}
+
+impl Subject {
+    /// The subject's `provider/model` name.
+    pub fn name(&self) -> &str {
+        match self {
+            Subject::Model { name, .. } => name,
+            Subject::Control(control) => &control.name,
+        }
+    }
+
+    /// Whether this subject is a control.
+    pub fn is_control(&self) -> bool {
+        matches!(self, Subject::Control(_))
+    }
+}
+
+/// The part of a response row that does not depend on how it was answered.
+fn base_row(
+    run: &str,
+    subject: &Subject,
+    mode: Mode,
+    variant: &VariantRow,
+    prompt_hash: String,
+) -> ResponseRow {
+    let (backend, model) = match subject {
+        Subject::Model { client, .. } => (client.identity().backend.clone(), client.identity().model.clone()),
+        Subject::Control(control) => (
+            "control".to_string(),
+            control.name.trim_start_matches("control/").to_string(),
+        ),
+    };
+    ResponseRow {
+        run: run.to_string(),
+        subject: subject.name().to_string(),
+        is_control: subject.is_control(),
+        mode: mode.as_str().to_string(),
+        case_id: variant.case_id.clone(),
+        variant_id: variant.variant_id.clone(),
+        intervention: variant.intervention.clone(),
+        family: variant.family.clone(),
+        catalog_hash: variant.catalog_hash.clone(),
+        backend,
+        model,
+        prompt_hash,
+        request_hash: String::new(),
+        temperature: 0.0,
+        seed: None,
+        status: "ok".into(),
+        error: None,
+        text: None,
+        recommendation: None,
+        attempts: 0,
+        cached: false,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: 0.0,
+        latency_ms: 0,
+        trace: Vec::new(),
+        sections_read: Vec::new(),
+        tool_errors: 0,
+    }
+}
+
+/// Answers one variant. Never fails: a failed call becomes `status = error`
+/// with the cause, so that every tuple ends with a row.
+pub async fn respond(
+    run: &str,
+    subject: &Subject,
+    mode: Mode,
+    variant: &VariantRow,
+    prompts: &Prompts,
+    settings: &CallSettings,
+) -> ResponseRow {
+    let mut row = base_row(run, subject, mode, variant, prompts.hash(mode == Mode::Agent));
+    row.temperature = settings.temperature;
+    row.seed = settings.seed;
+    match subject {
+        Subject::Control(control) => {
+            let text = control.answer(&variant.facts, &variant.variant_id);
+            if mode == Mode::Agent {
+                // A control reads every section, in order, then answers.
+                let mut step = 0;
+                for section in &variant.sections {
+                    row.trace.push(tool_step(
+                        step,
+                        "read_chart_section",
+                        &json!({"name": section.name}),
+                        Some(section),
+                        None,
+                    ));
+                    row.sections_read.push(section.name.clone());
+                    step += 1;
+                }
+                row.trace.push(final_step(step, &text));
+            }
+            row.request_hash =
+                cfeval_schema::ids::content_id("control", &[&control.name, &variant.variant_id]);
+            row.recommendation = Some(extract_recommendation(&text));
+            row.text = Some(text);
+        }
+        Subject::Model {
+            client, native_tools, ..
+        } => match mode {
+            Mode::SingleShot => single_shot(client, variant, prompts, settings, &mut row).await,
+            Mode::Agent => agent(client, *native_tools, variant, prompts, settings, &mut row).await,
+        },
+    }
+    row
+}
+
+fn params(settings: &CallSettings) -> ChatParams {
+    ChatParams {
+        temperature: Some(settings.temperature),
+        seed: settings.seed,
+        max_tokens: Some(settings.max_tokens),
+        ..ChatParams::default()
+    }
+}
+
+fn account(row: &mut ResponseRow, completion: &cfeval_model::Completion) {
+    row.attempts += completion.attempts;
+    row.input_tokens += completion.response.usage.input_tokens;
+    row.output_tokens += completion.response.usage.output_tokens;
+    row.cost_usd += completion.cost_usd.unwrap_or(0.0);
+    row.latency_ms += completion.latency.as_millis() as u64;
+}
+
+async fn single_shot(
+    client: &ModelClient,
+    variant: &VariantRow,
+    prompts: &Prompts,
+    settings: &CallSettings,
+    row: &mut ResponseRow,
+) {
+    let prompt = prompts
+        .single_shot
+        .replace("{chart}", &render_chart(&variant.sections));
+    let request = ChatRequest::new(vec![Message::user(prompt)]).with_params(params(settings));
+    match client.chat(&request).await {
+        Ok(completion) => {
+            account(row, &completion);
+            row.cached = completion.from_cache;
+            row.request_hash = completion.cache_key.to_hex();
+            let text = completion.response.text.clone().unwrap_or_default();
+            row.recommendation = Some(extract_recommendation(&text));
+            row.text = Some(text);
+        }
+        Err(error) => {
+            row.status = "error".into();
+            row.error = Some(error.to_string());
+            if let Ok(key) = client.cache_key(&request) {
+                row.request_hash = key.to_hex();
+            }
+        }
+    }
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "list_chart_sections".into(),
+            description: "List the names of the patient's chart sections.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        },
+        ToolSpec {
+            name: "read_chart_section".into(),
+            description: "Read one section of the patient's chart.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "the section's name"}},
+                "required": ["name"]
+            }),
+        },
+    ]
+}
+
+fn tool_step(
+    step: u32,
+    tool: &str,
+    arguments: &serde_json::Value,
+    section: Option<&Section>,
+    error: Option<String>,
+) -> TraceStep {
+    TraceStep {
+        step,
+        kind: if error.is_some() { "error" } else { "tool_call" }.into(),
+        tool: Some(tool.to_string()),
+        arguments: Some(arguments.to_string()),
+        result_hash: section
+            .map(|section| cfeval_schema::ids::content_id("section", &[&section.name, &section.text])),
+        section: section.map(|section| section.name.clone()),
+        error,
+        text: None,
+    }
+}
+
+fn final_step(step: u32, text: &str) -> TraceStep {
+    TraceStep {
+        step,
+        kind: "final".into(),
+        tool: None,
+        arguments: None,
+        result_hash: None,
+        section: None,
+        error: None,
+        text: Some(text.to_string()),
+    }
+}
+
+/// Runs one tool against the variant's chart: the answer text, the section
+/// read (if any) and an error (malformed or unknown call).
+fn run_tool<'a>(
+    variant: &'a VariantRow,
+    name: &str,
+    arguments: &serde_json::Value,
+) -> (String, Option<&'a Section>, Option<String>) {
+    match name {
+        "list_chart_sections" => {
+            let names: Vec<&str> = variant
+                .sections
+                .iter()
+                .map(|section| section.name.as_str())
+                .collect();
+            (names.join("\n"), None, None)
+        }
+        "read_chart_section" => {
+            let Some(wanted) = arguments.get("name").and_then(|value| value.as_str()) else {
+                let error = "read_chart_section needs a string argument `name`".to_string();
+                return (format!("error: {error}"), None, Some(error));
+            };
+            let wanted_norm = wanted
+                .trim()
+                .trim_matches('"')
+                .to_lowercase()
+                .replace([' ', '-'], "_");
+            match variant
+                .sections
+                .iter()
+                .find(|section| section.name.to_lowercase().replace([' ', '-'], "_") == wanted_norm)
+            {
+                Some(section) => (section.text.clone(), Some(section), None),
+                None => {
+                    let names: Vec<&str> = variant
+                        .sections
+                        .iter()
+                        .map(|section| section.name.as_str())
+                        .collect();
+                    let error = format!("no section named {wanted:?}; sections: {}", names.join(", "));
+                    (format!("error: {error}"), None, Some(error))
+                }
+            }
+        }
+        other => {
+            let error = format!("unknown tool {other:?}; tools: list_chart_sections, read_chart_section");
+            (format!("error: {error}"), None, Some(error))
+        }
+    }
+}
+
+/// Parses a text-protocol action line: `ACTION: tool [argument]`.
+fn parse_action(text: &str) -> Option<(String, serde_json::Value)> {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|line| line.to_uppercase().starts_with("ACTION:"))?;
+    let rest = line["ACTION:".len()..].trim();
+    let (tool, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let argument = argument.trim();
+    let arguments = if argument.starts_with('{') {
+        serde_json::from_str(argument).unwrap_or_else(|_| json!({"name": argument}))
+    } else if argument.is_empty() {
+        json!({})
+    } else {
+        json!({"name": argument})
+    };
+    Some((tool.trim_end_matches("()").to_string(), arguments))
+}
+
+async fn agent(
+    client: &ModelClient,
+    native_tools: bool,
+    variant: &VariantRow,
+    prompts: &Prompts,
+    settings: &CallSettings,
+    row: &mut ResponseRow,
+) {
+    let system = if native_tools {
+        prompts.agent.clone()
+    } else {
+        format!("{}\n{}", prompts.agent, prompts.agent_text_protocol)
+    };
+    let mut messages = vec![
+        Message::system(system),
+        Message::user("Prepare your recommendation for this patient. Start by listing the chart's sections."),
+    ];
+    let mut keys = Vec::new();
+    let mut all_cached = true;
+    let mut step = 0u32;
+    for _ in 0..settings.max_steps {
+        let mut request = ChatRequest::new(messages.clone()).with_params(params(settings));
+        if native_tools {
+            request = request.with_tools(tools());
+        }
+        let completion = match client.chat(&request).await {
+            Ok(completion) => completion,
+            Err(error) => {
+                row.status = "error".into();
+                row.error = Some(error.to_string());
+                break;
+            }
+        };
+        account(row, &completion);
+        all_cached &= completion.from_cache;
+        keys.push(completion.cache_key.to_hex());
+        let response = completion.response;
+        if native_tools && !response.tool_calls.is_empty() {
+            messages.push(Message::from_response(&response));
+            for call in &response.tool_calls {
+                let (answer, section, error) = match call.arguments_json() {
+                    Ok(arguments) => {
+                        let (answer, section, error) = run_tool(variant, &call.name, &arguments);
+                        row.trace
+                            .push(tool_step(step, &call.name, &arguments, section, error.clone()));
+                        (answer, section, error)
+                    }
+                    Err(parse) => {
+                        let error = format!("tool call arguments are not valid JSON: {parse}");
+                        row.trace.push(TraceStep {
+                            arguments: Some(call.arguments.clone()),
+                            ..tool_step(step, &call.name, &json!(null), None, Some(error.clone()))
+                        });
+                        (format!("error: {error}"), None, Some(error))
+                    }
+                };
+                step += 1;
+                if let Some(section) = section
+                    && !row.sections_read.contains(&section.name)
+                {
+                    row.sections_read.push(section.name.clone());
+                }
+                if error.is_some() {
+                    row.tool_errors += 1;
+                }
+                messages.push(Message::tool_result(call.id.clone(), answer));
+            }
+            continue;
+        }
+        let text = response.text.unwrap_or_default();
+        if !native_tools && let Some((tool, arguments)) = parse_action(&text) {
+            let (answer, section, error) = run_tool(variant, &tool, &arguments);
+            row.trace
+                .push(tool_step(step, &tool, &arguments, section, error.clone()));
+            step += 1;
+            if let Some(section) = section
+                && !row.sections_read.contains(&section.name)
+            {
+                row.sections_read.push(section.name.clone());
+            }
+            if error.is_some() {
+                row.tool_errors += 1;
+            }
+            messages.push(Message::assistant(text));
+            messages.push(Message::user(format!("Tool result:\n{answer}")));
+            continue;
+        }
+        row.trace.push(final_step(step, &text));
+        row.recommendation = Some(extract_recommendation(&text));
+        row.text = Some(text);
+        break;
+    }
+    if row.text.is_none() && row.status == "ok" {
+        row.status = "error".into();
+        row.error = Some(format!(
+            "the agent made {} steps without a final answer",
+            settings.max_steps
+        ));
+    }
+    row.cached = all_cached && !keys.is_empty();
+    row.request_hash =
+        cfeval_schema::ids::content_id("agent", &keys.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_text_protocol_actions() {
+        assert_eq!(
+            parse_action("ACTION: list_chart_sections"),
+            Some(("list_chart_sections".into(), json!({})))
+        );
+        assert_eq!(
+            parse_action("I will read it.\nACTION: read_chart_section surgery"),
+            Some(("read_chart_section".into(), json!({"name": "surgery"})))
+        );
+        assert_eq!(
+            parse_action(r#"action: read_chart_section {"name": "biomarkers"}"#),
+            Some(("read_chart_section".into(), json!({"name": "biomarkers"})))
+        );
+        assert_eq!(parse_action("Recommendation: FOLFOX"), None);
+    }
+}

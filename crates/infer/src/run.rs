@@ -1,0 +1,327 @@
+//! The infer stage over a run: stream `variants`, skip what is already in
+//! `responses` for this subject and mode, answer the rest with bounded
+//! concurrency, and commit the rows chunk by chunk in variant order.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use cfeval_schema::{Provenance, ResponseRow, ShardStore, VariantRow, ids};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::prompt::Prompts;
+use crate::respond::{CallSettings, Mode, Subject, respond};
+
+/// One slice `index/count` (1-based) of the variants, chosen by a hash of the
+/// variant id, so that `count` independent processes cover every variant once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Slice {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Slice {
+    /// The whole stage.
+    pub const ALL: Slice = Slice { index: 1, count: 1 };
+
+    /// Parses `i/n`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let parsed = text.split_once('/').and_then(|(index, count)| {
+            Some((
+                index.trim().parse::<u32>().ok()?,
+                count.trim().parse::<u32>().ok()?,
+            ))
+        });
+        match parsed {
+            Some((index, count)) if index >= 1 && index <= count => Ok(Self { index, count }),
+            _ => Err(Error::Slice(text.to_string())),
+        }
+    }
+
+    /// Whether `id` belongs to this slice.
+    pub fn contains(&self, id: &str) -> bool {
+        if self.count <= 1 {
+            return true;
+        }
+        let hash = blake3::hash(id.as_bytes());
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&hash.as_bytes()[..8]);
+        u64::from_le_bytes(bytes) % u64::from(self.count) == u64::from(self.index - 1)
+    }
+}
+
+/// Settings of one infer run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub run: String,
+    pub mode: Mode,
+    pub settings: CallSettings,
+    pub prompts: Prompts,
+    /// Calls in flight at once (the model client may lower it further).
+    pub concurrency: usize,
+    /// Variants answered between two commits.
+    pub chunk: usize,
+    pub slice: Slice,
+    /// Only these families (empty: all).
+    pub families: Vec<String>,
+    pub allow_mixed_catalogs: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            run: "run".into(),
+            mode: Mode::SingleShot,
+            settings: CallSettings::default(),
+            prompts: Prompts::default(),
+            concurrency: 16,
+            chunk: 256,
+            slice: Slice::ALL,
+            families: Vec::new(),
+            allow_mixed_catalogs: false,
+        }
+    }
+}
+
+/// What an infer run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub subject: String,
+    pub mode: String,
+    /// Variants this run (slice) covers.
+    pub tuples: u64,
+    /// Already answered before this run started.
+    pub skipped: u64,
+    pub answered: u64,
+    pub errors: u64,
+    pub cached: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+#[derive(Serialize)]
+struct Fingerprint<'a> {
+    subject: &'a str,
+    mode: &'a str,
+    prompt_hash: String,
+    temperature: f64,
+    seed: Option<u64>,
+    max_tokens: u32,
+    max_steps: u32,
+    families: &'a [String],
+    variants: Vec<String>,
+}
+
+/// The unit of work a subject × mode × slice is recorded under.
+pub fn unit(subject: &str, mode: Mode, slice: Slice) -> String {
+    format!(
+        "subject={subject}/mode={}/slice={}-of-{}",
+        mode.as_str(),
+        slice.index,
+        slice.count
+    )
+}
+
+/// The fingerprint of everything an infer unit's output depends on.
+pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> String {
+    ids::fingerprint(&Fingerprint {
+        subject,
+        mode: config.mode.as_str(),
+        prompt_hash: config.prompts.hash(config.mode == Mode::Agent),
+        temperature: config.settings.temperature,
+        seed: config.settings.seed,
+        max_tokens: config.settings.max_tokens,
+        max_steps: config.settings.max_steps,
+        families: &config.families,
+        variants: variants
+            .entries()
+            .iter()
+            .map(|entry| entry.blake3.clone())
+            .collect(),
+    })
+}
+
+/// Runs `subject` over the run's variants (blocking; builds its own runtime).
+pub fn run(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Report> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(run_async(config, subject, run_dir))
+}
+
+/// The async body of [`run`], for callers that already have a runtime.
+pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Report> {
+    let variants = ShardStore::open_table::<VariantRow>(run_dir)?;
+    if variants.entries().is_empty() {
+        return Err(Error::NoVariants(run_dir.display().to_string()));
+    }
+    let mut responses = ShardStore::open_table::<ResponseRow>(run_dir)?;
+    let mode = config.mode;
+    let unit = unit(subject.name(), mode, config.slice);
+    let fingerprint = fingerprint(config, subject.name(), &variants);
+    if let Some(record) = responses.unit(&unit)
+        && record.fingerprint != fingerprint
+    {
+        tracing::info!(%unit, "settings or inputs changed: redoing this unit");
+        responses.retire_unit(&unit)?;
+    }
+    let done = answered(&responses, subject.name(), mode)?;
+    let mut report = Report {
+        subject: subject.name().to_string(),
+        mode: mode.as_str().to_string(),
+        ..Report::default()
+    };
+    let mut catalog: Option<String> = None;
+    let mut writer = responses.writer(Provenance {
+        run: config.run.clone(),
+        unit: unit.clone(),
+        fingerprint: fingerprint.clone(),
+        catalog_hash: None,
+    });
+    let mut pending: Vec<VariantRow> = Vec::new();
+    for batch in variants.read_rows::<VariantRow>()? {
+        for variant in batch? {
+            if !variant.applicable
+                || !config.slice.contains(&variant.variant_id)
+                || (!config.families.is_empty()
+                    && variant.family != "baseline"
+                    && !config.families.contains(&variant.family))
+            {
+                continue;
+            }
+            match &catalog {
+                None => catalog = Some(variant.catalog_hash.clone()),
+                Some(first) if *first != variant.catalog_hash && !config.allow_mixed_catalogs => {
+                    return Err(Error::MixedCatalogs {
+                        first: first.clone(),
+                        second: variant.catalog_hash.clone(),
+                    });
+                }
+                Some(_) => {}
+            }
+            report.tuples += 1;
+            if done.contains(&variant.variant_id) {
+                report.skipped += 1;
+                continue;
+            }
+            pending.push(variant);
+            if pending.len() >= config.chunk.max(1) {
+                answer_chunk(
+                    config,
+                    &subject,
+                    std::mem::take(&mut pending),
+                    &mut writer,
+                    &mut report,
+                )
+                .await?;
+            }
+        }
+    }
+    answer_chunk(config, &subject, pending, &mut writer, &mut report).await?;
+    writer.finish()?;
+    responses.refresh()?;
+    // The unit's record lists every shard it owns, from earlier runs too.
+    let entries: Vec<_> = responses
+        .entries()
+        .iter()
+        .filter(|entry| entry.unit == unit)
+        .cloned()
+        .collect();
+    responses.mark_complete(&unit, &fingerprint, &entries)?;
+    Ok(report)
+}
+
+/// Variant ids this subject already answered in this mode.
+fn answered(responses: &ShardStore, subject: &str, mode: Mode) -> Result<HashSet<String>> {
+    let mut done = HashSet::new();
+    for batch in responses.scan(Some(&["subject", "mode", "variant_id"]))? {
+        let batch = batch?;
+        let column = |index: usize| {
+            batch
+                .column(index)
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .cloned()
+        };
+        let (Some(subjects), Some(modes), Some(ids)) = (column(0), column(1), column(2)) else {
+            continue;
+        };
+        for row in 0..batch.num_rows() {
+            if subjects.value(row) == subject && modes.value(row) == mode.as_str() {
+                done.insert(ids.value(row).to_string());
+            }
+        }
+    }
+    Ok(done)
+}
+
+async fn answer_chunk(
+    config: &Config,
+    subject: &Arc<Subject>,
+    chunk: Vec<VariantRow>,
+    writer: &mut cfeval_schema::ShardWriter,
+    report: &mut Report,
+) -> Result<()> {
+    if chunk.is_empty() {
+        return Ok(());
+    }
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(config.concurrency.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, variant) in chunk.into_iter().enumerate() {
+        let subject = Arc::clone(subject);
+        let semaphore = Arc::clone(&semaphore);
+        let run = config.run.clone();
+        let prompts = config.prompts.clone();
+        let settings = config.settings.clone();
+        let mode = config.mode;
+        tasks.spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            (
+                index,
+                respond(&run, &subject, mode, &variant, &prompts, &settings).await,
+            )
+        });
+    }
+    let mut rows = Vec::with_capacity(tasks.len());
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(pair) => rows.push(pair),
+            Err(error) => tracing::error!(%error, "an answer task failed"),
+        }
+    }
+    rows.sort_by_key(|(index, _)| *index);
+    let rows: Vec<ResponseRow> = rows.into_iter().map(|(_, row)| row).collect();
+    for row in &rows {
+        report.answered += 1;
+        report.errors += u64::from(row.status != "ok");
+        report.cached += u64::from(row.cached);
+        report.input_tokens += row.input_tokens;
+        report.output_tokens += row.output_tokens;
+        report.cost_usd += row.cost_usd;
+    }
+    writer.write_rows(&rows)?;
+    writer.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_partition_ids() {
+        let slices: Vec<Slice> = (1..=3).map(|index| Slice { index, count: 3 }).collect();
+        for id in 0..300 {
+            let id = format!("variant-{id}");
+            assert_eq!(slices.iter().filter(|slice| slice.contains(&id)).count(), 1);
+        }
+        assert_eq!(Slice::parse("2/3").expect("ok"), Slice { index: 2, count: 3 });
+        for bad in ["0/3", "4/3", "x", "1/0", "1-3"] {
+            assert!(Slice::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

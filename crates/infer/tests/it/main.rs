@@ -1,0 +1,335 @@
+//! The infer stage against controls and a real local HTTP server.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cfeval_guidelines::Guidelines;
+use cfeval_infer::{Config, Control, Mode, Slice, Subject};
+use cfeval_model::testing::{BackgroundServer, FaultRates, ServerConfig};
+use cfeval_model::{ModelClient, ResponseCache, SubjectSpec};
+use cfeval_schema::*;
+
+fn fact(kind: &str, name: &str, value: &str, text: &str) -> Fact {
+    Fact {
+        kind: kind.into(),
+        name: name.into(),
+        value: value.into(),
+        polarity: "affirmed".into(),
+        certainty: "certain".into(),
+        detail: None,
+        section: "chart".into(),
+        span_start: 0,
+        span_end: 0,
+        span_text: text.into(),
+        origin: "rule".into(),
+    }
+}
+
+fn variant(case: u32, intervention: &str, family: &str, her2: &str) -> VariantRow {
+    let sections = vec![
+        Section {
+            name: "demographics".into(),
+            text: format!("Patient {case}, 52-year-old woman."),
+            span_start: None,
+            span_end: None,
+        },
+        Section {
+            name: "pathology".into(),
+            text: "Invasive ductal carcinoma of the left breast.".into(),
+            span_start: None,
+            span_end: None,
+        },
+        Section {
+            name: "biomarkers".into(),
+            text: format!("ER positive, HER2 {her2}."),
+            span_start: None,
+            span_end: None,
+        },
+        Section {
+            name: "staging".into(),
+            text: "Stage IV with liver metastases.".into(),
+            span_start: None,
+            span_end: None,
+        },
+    ];
+    let case_id = format!("case-{case}");
+    VariantRow {
+        run: "test".into(),
+        variant_id: ids::variant_id(&case_id, intervention, "catalog-1"),
+        case_id,
+        intervention: intervention.into(),
+        family: family.into(),
+        applicable: true,
+        not_applicable_reason: None,
+        catalog_hash: "catalog-1".into(),
+        expected_text: None,
+        expected: None,
+        sections,
+        facts: vec![
+            fact("cancer_type", "cancer_type", "breast", "breast"),
+            fact("stage", "group", "IV", "Stage IV"),
+            fact("biomarker", "ER", "positive", "ER positive"),
+            fact("biomarker", "HER2", her2, "HER2"),
+        ],
+        diff: Vec::new(),
+    }
+}
+
+fn write_variants(run: &Path, cases: u32) -> u64 {
+    let store = ShardStore::open_table::<VariantRow>(run).expect("open");
+    let mut writer = store.writer(Provenance {
+        run: "test".into(),
+        unit: "all".into(),
+        fingerprint: "f".into(),
+        catalog_hash: Some("catalog-1".into()),
+    });
+    let mut rows = Vec::new();
+    for case in 0..cases {
+        rows.push(variant(case, "baseline", "baseline", "negative"));
+        rows.push(variant(case, "A1", "A", "positive"));
+        let mut not_applicable = variant(case, "D1", "D", "negative");
+        not_applicable.applicable = false;
+        rows.push(not_applicable);
+    }
+    writer.write_rows(&rows).expect("write");
+    writer.finish().expect("finish");
+    u64::from(cases) * 2
+}
+
+fn read_responses(run: &Path) -> Vec<ResponseRow> {
+    let store = ShardStore::open_table::<ResponseRow>(run).expect("open");
+    store
+        .read_rows::<ResponseRow>()
+        .expect("scan")
+        .flat_map(|batch| batch.expect("batch"))
+        .collect()
+}
+
+fn http_subject(server: &BackgroundServer, model: &str, cache: &Path) -> Arc<Subject> {
+    let spec = SubjectSpec {
+        base_url: Some(server.openai_base_url()),
+        ..SubjectSpec::new(format!("vllm/{model}"))
+    };
+    let client = ModelClient::from_config(spec.resolve().expect("resolve"), None)
+        .expect("client")
+        .cache(ResponseCache::open(cache, false).expect("cache"))
+        .build()
+        .expect("build");
+    Arc::new(Subject::Model {
+        name: format!("vllm/{model}"),
+        client,
+        native_tools: true,
+    })
+}
+
+#[test]
+fn controls_answer_every_applicable_variant_and_are_marked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 5);
+    let guidelines = Guidelines::builtin().expect("guidelines");
+    for name in [
+        "control/reference",
+        "control/constant",
+        "control/erratic",
+        "control/blind-biomarker",
+    ] {
+        let subject = Arc::new(Subject::Control(
+            Control::parse(name, guidelines.clone()).expect("control"),
+        ));
+        let report = cfeval_infer::run(&Config::default(), subject, dir.path()).expect("run");
+        assert_eq!(
+            report.tuples, tuples,
+            "{name}: the not-applicable D1 rows are not answered"
+        );
+        assert_eq!(report.errors, 0);
+    }
+    let rows = read_responses(dir.path());
+    assert_eq!(rows.len() as u64, tuples * 4);
+    assert!(
+        rows.iter()
+            .all(|row| row.is_control && row.status == "ok" && row.recommendation.is_some())
+    );
+    let plan = |subject: &str, intervention: &str| {
+        rows.iter()
+            .find(|row| row.subject == subject && row.case_id == "case-0" && row.intervention == intervention)
+            .and_then(|row| row.recommendation.clone())
+            .expect("row")
+    };
+    assert_ne!(
+        plan("control/reference", "baseline"),
+        plan("control/reference", "A1"),
+        "HER2 flip moves the reference"
+    );
+    assert_eq!(
+        plan("control/constant", "baseline"),
+        plan("control/constant", "A1"),
+        "the constant never moves"
+    );
+    assert_eq!(
+        plan("control/blind-biomarker", "baseline"),
+        plan("control/blind-biomarker", "A1")
+    );
+}
+
+#[test]
+fn http_subject_single_shot_resumes_and_caches() {
+    let server = BackgroundServer::start(ServerConfig::default()).expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 6);
+    let cache = dir.path().join("cache");
+    let config = Config {
+        chunk: 4,
+        ..Config::default()
+    };
+    let report = cfeval_infer::run(&config, http_subject(&server, "m1", &cache), dir.path()).expect("run");
+    assert_eq!((report.answered, report.errors), (tuples, 0));
+    assert_eq!(server.requests(), tuples);
+    let rows = read_responses(dir.path());
+    assert_eq!(rows.len() as u64, tuples);
+    assert!(rows[0].text.as_deref().expect("text").starts_with("[m1]"));
+    assert!(!rows[0].is_control);
+    // Rerun: everything is already answered; no request.
+    let report = cfeval_infer::run(&config, http_subject(&server, "m1", &cache), dir.path()).expect("rerun");
+    assert_eq!((report.skipped, report.answered), (tuples, 0));
+    assert_eq!(server.requests(), tuples);
+    // A fresh run folder with the same cache: answered from the cache, still no request.
+    let fresh = tempfile::tempdir().expect("tempdir");
+    write_variants(fresh.path(), 6);
+    let report =
+        cfeval_infer::run(&config, http_subject(&server, "m1", &cache), fresh.path()).expect("cached run");
+    assert_eq!(report.cached, tuples);
+    assert_eq!(server.requests(), tuples);
+    // Another model never hits the first model's cache.
+    cfeval_infer::run(&config, http_subject(&server, "m2", &cache), fresh.path()).expect("m2");
+    assert_eq!(server.requests_for_model("m2"), tuples);
+}
+
+#[test]
+fn agent_mode_records_the_trace_against_native_tools() {
+    let server = BackgroundServer::start(ServerConfig::default()).expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 2);
+    let config = Config {
+        mode: Mode::Agent,
+        ..Config::default()
+    };
+    let report = cfeval_infer::run(
+        &config,
+        http_subject(&server, "agent", &dir.path().join("cache")),
+        dir.path(),
+    )
+    .expect("run");
+    assert_eq!(report.errors, 0);
+    let rows = read_responses(dir.path());
+    assert_eq!(rows.len() as u64, tuples);
+    for row in rows {
+        assert_eq!(row.mode, "agent");
+        assert_eq!(
+            row.trace.first().and_then(|step| step.tool.as_deref()),
+            Some("list_chart_sections")
+        );
+        assert_eq!(row.trace.last().map(|step| step.kind.as_str()), Some("final"));
+        assert!(row.text.is_some());
+    }
+}
+
+#[test]
+fn faults_end_in_a_response_or_a_recorded_error_never_lost_or_duplicated() {
+    let server = BackgroundServer::start(ServerConfig {
+        faults: FaultRates {
+            bad_request: 0.1,
+            ..FaultRates::mixed(0.2)
+        },
+        hang_for: std::time::Duration::from_millis(300),
+        seed: 11,
+        ..ServerConfig::default()
+    })
+    .expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 20);
+    let spec = SubjectSpec {
+        base_url: Some(server.openai_base_url()),
+        limits: cfeval_model::Limits {
+            attempt_timeout_secs: 0.2,
+            max_attempts: 3,
+            backoff_base_secs: 0.01,
+            backoff_max_secs: 0.05,
+            ..cfeval_model::Limits::default()
+        },
+        ..SubjectSpec::new("vllm/faulty")
+    };
+    let client = ModelClient::from_config(spec.resolve().expect("resolve"), None)
+        .expect("client")
+        .build()
+        .expect("build");
+    let subject = Arc::new(Subject::Model {
+        name: "vllm/faulty".into(),
+        client,
+        native_tools: true,
+    });
+    let report = cfeval_infer::run(
+        &Config {
+            chunk: 8,
+            ..Config::default()
+        },
+        subject,
+        dir.path(),
+    )
+    .expect("run");
+    let rows = read_responses(dir.path());
+    assert_eq!(rows.len() as u64, tuples, "every tuple ends with exactly one row");
+    let mut ids: Vec<&str> = rows.iter().map(|row| row.variant_id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len() as u64, tuples, "no duplicates");
+    assert!(report.errors > 0, "terminal 400s are recorded as errors");
+    assert!(rows.iter().all(|row| (row.status == "ok") == row.error.is_none()));
+}
+
+#[test]
+fn slices_split_the_work_between_processes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 10);
+    let guidelines = Guidelines::builtin().expect("guidelines");
+    let mut total = 0;
+    for index in 1..=3 {
+        let subject = Arc::new(Subject::Control(
+            Control::parse("control/reference", guidelines.clone()).expect("control"),
+        ));
+        let config = Config {
+            slice: Slice { index, count: 3 },
+            ..Config::default()
+        };
+        total += cfeval_infer::run(&config, subject, dir.path())
+            .expect("run")
+            .answered;
+    }
+    assert_eq!(total, tuples);
+    assert_eq!(read_responses(dir.path()).len() as u64, tuples);
+}
+
+#[test]
+fn mixed_catalogs_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_variants(dir.path(), 2);
+    let store = ShardStore::open_table::<VariantRow>(dir.path()).expect("open");
+    let mut writer = store.writer(Provenance::default());
+    let mut other = variant(9, "A1", "A", "positive");
+    other.catalog_hash = "catalog-2".into();
+    writer.write_rows(&[other]).expect("write");
+    writer.finish().expect("finish");
+    let subject = Arc::new(Subject::Control(
+        Control::parse("control/reference", Guidelines::builtin().expect("g")).expect("c"),
+    ));
+    let error = cfeval_infer::run(&Config::default(), subject.clone(), dir.path()).expect_err("mixed");
+    assert!(error.to_string().contains("--allow-mixed-catalogs"), "{error}");
+    cfeval_infer::run(
+        &Config {
+            allow_mixed_catalogs: true,
+            ..Config::default()
+        },
+        subject,
+        dir.path(),
+    )
+    .expect("allowed");
+}
