@@ -1,0 +1,711 @@
+//! The deterministic rule judge: reads both recommendations through the
+//! ontology and scores the pair against the catalog's machine-checkable
+//! expected direction; and CMS, the weighted recall of a case's consensus
+//! items in the baseline recommendation.
+
+use std::collections::BTreeSet;
+
+use cfeval_schema::{ConsensusItem, DiffEntry, Expected};
+
+use crate::ontology::{Analysis, Ontology, class_alternatives, words};
+use crate::verdict::{Label, PairInput, Verdict};
+
+/// Classes that name a treatment setting or modality rather than a drug.
+const SETTING_CLASSES: [&str; 7] = [
+    "adjuvant_therapy",
+    "neoadjuvant_therapy",
+    "perioperative_therapy",
+    "surgical_resection",
+    "radiotherapy",
+    "definitive_chemoradiation",
+    "surveillance",
+];
+
+/// The rule judge.
+#[derive(Debug, Clone)]
+pub struct RuleJudge {
+    ontology: Ontology,
+}
+
+/// A consensus item's coverage in a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemCoverage {
+    pub text: String,
+    pub weight: f64,
+    pub covered: bool,
+}
+
+impl RuleJudge {
+    /// The judge's name in `judgments.judge`.
+    pub const NAME: &'static str = "rule";
+
+    pub fn new(ontology: Ontology) -> Self {
+        Self { ontology }
+    }
+
+    /// The judge over the built-in ontology.
+    pub fn builtin() -> crate::Result<Self> {
+        Ok(Self::new(Ontology::builtin()?))
+    }
+
+    pub fn ontology(&self) -> &Ontology {
+        &self.ontology
+    }
+
+    /// The rule judge's "prompt hash": its version and the ontology's hash.
+    pub fn prompt_hash(&self) -> String {
+        cfeval_schema::ids::content_id("rule-judge", &["1", self.ontology.hash()])
+    }
+
+    /// Scores one (baseline, variant) pair.
+    pub fn judge_pair(&self, input: &PairInput<'_>) -> Result<Verdict, String> {
+        let base = self.ontology.analyze(input.baseline_recommendation);
+        let variant = self.ontology.analyze(input.variant_recommendation);
+        let changed = base.signature() != variant.signature();
+        let moved = describe_move(&base, &variant);
+        let unchanged_expected = input
+            .expected
+            .map_or(input.family == "N", |expected| expected.direction == "unchanged");
+        if unchanged_expected {
+            return Ok(if changed {
+                Verdict::new(
+                    Label::ShiftedSpuriously,
+                    format!("the plan moved although no decisive fact changed: {moved}"),
+                    changed,
+                )
+            } else {
+                Verdict::new(
+                    Label::HeldCorrectly,
+                    "the plan held, as expected for an irrelevant edit".into(),
+                    changed,
+                )
+            });
+        }
+        let Some(expected) = input.expected else {
+            return Err(format!(
+                "intervention {} has no machine-checkable expected direction; the rule judge cannot score it",
+                input.intervention
+            ));
+        };
+        let failures = self.check(expected, &base, &variant, input.diff);
+        if changed && failures.is_empty() {
+            return Ok(Verdict::new(
+                Label::UpdatedCorrect,
+                format!("the plan moved as expected ({})", describe_expected(expected)),
+                changed,
+            ));
+        }
+        if changed {
+            return Ok(Verdict::new(
+                Label::UpdatedWrongDirection,
+                format!(
+                    "the plan moved ({moved}) but not as expected: {}",
+                    failures.join("; ")
+                ),
+                changed,
+            ));
+        }
+        let noticed = self.acknowledged(input);
+        Ok(if noticed.is_empty() {
+            Verdict::new(
+                Label::Ignored,
+                "the plan did not change and the changed fact is not mentioned".into(),
+                changed,
+            )
+        } else {
+            Verdict::new(
+                Label::AcknowledgedUnchanged,
+                format!(
+                    "the answer mentions the changed fact ({}) but the plan's classes did not change",
+                    noticed.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+                changed,
+            )
+        })
+    }
+
+    fn check(
+        &self,
+        expected: &Expected,
+        base: &Analysis,
+        variant: &Analysis,
+        diff: &[DiffEntry],
+    ) -> Vec<String> {
+        let mut failures = Vec::new();
+        for class in &expected.add {
+            if !variant.has_class(class) {
+                failures.push(format!("does not add {}", class_alternatives(class).join(" or ")));
+            }
+        }
+        for class in &expected.remove {
+            if variant.has_class(class) {
+                failures.push(format!("still plans {class}"));
+            }
+        }
+        if let Some(intent) = &expected.intent
+            && variant.intent.as_deref() != Some(intent.as_str())
+        {
+            failures.push(format!(
+                "intent is {} instead of {intent}",
+                variant.intent.as_deref().unwrap_or("not recognisable")
+            ));
+        }
+        if expected.switch_line.is_some() {
+            let later_line = ["second", "third", "next"]
+                .iter()
+                .any(|line| variant.lines.contains(*line));
+            let new_drugs = !variant.drugs.is_empty() && variant.drugs != base.drugs;
+            if !later_line && !new_drugs {
+                failures.push("does not switch to another line of therapy".into());
+            }
+        }
+        if let Some(failure) = expected
+            .must_not_repeat
+            .as_ref()
+            .and_then(|target| self.repeated(target, variant, diff))
+        {
+            failures.push(failure);
+        }
+        if let Some(marker) = &expected.order_test
+            && !variant.tests.contains(marker)
+        {
+            failures.push(format!("does not order {marker} testing or call it unknown"));
+        }
+        failures
+    }
+
+    /// Whether the plan repeats what must not be repeated: a class name, or
+    /// `progressed_regimen` (the prior line the diff marks as progressed).
+    fn repeated(&self, target: &str, variant: &Analysis, diff: &[DiffEntry]) -> Option<String> {
+        if self.ontology.known_classes().contains(target) {
+            return variant.has_class(target).then(|| format!("repeats {target}"));
+        }
+        let regimen = if target == "progressed_regimen" {
+            diff.iter()
+                .find(|entry| {
+                    entry.fact_kind.as_deref() == Some("prior_line")
+                        && entry.after.as_deref() == Some("progression")
+                })
+                .or_else(|| {
+                    diff.iter()
+                        .find(|entry| entry.fact_kind.as_deref() == Some("prior_line"))
+                })
+                .and_then(|entry| entry.fact_name.clone())?
+        } else {
+            target.to_string()
+        };
+        let (drugs, _) = self.ontology.regimen(&regimen);
+        (!drugs.is_empty() && drugs.is_subset(&variant.drugs))
+            .then(|| format!("repeats the progressed regimen {regimen}"))
+    }
+
+    /// Mentions of the changed fact the variant's answer makes and the
+    /// baseline's does not.
+    fn acknowledged(&self, input: &PairInput<'_>) -> BTreeSet<String> {
+        let mut kinds: BTreeSet<&str> = input
+            .diff
+            .iter()
+            .filter_map(|entry| entry.fact_kind.as_deref())
+            .collect();
+        if kinds.is_empty() {
+            kinds.extend(match input.family {
+                "A" | "C" => Some("biomarker"),
+                "B" => Some("prior_line"),
+                "D" => Some("surgery"),
+                "E" => Some("stage"),
+                _ => None,
+            });
+        }
+        let markers: BTreeSet<&str> = input
+            .diff
+            .iter()
+            .filter(|entry| entry.fact_kind.as_deref() == Some("biomarker"))
+            .filter_map(|entry| entry.fact_name.as_deref())
+            .collect();
+        let mut noticed = BTreeSet::new();
+        for kind in kinds {
+            let kind = if kind == "metastatic" { "stage" } else { kind };
+            let before = self.ontology.mentions(input.baseline_text, kind);
+            for mention in self.ontology.mentions(input.variant_text, kind) {
+                let about_changed_marker = kind != "biomarker"
+                    || markers.is_empty()
+                    || markers
+                        .iter()
+                        .any(|marker| mention.starts_with(&format!("{marker}:")));
+                if about_changed_marker && !before.contains(&mention) {
+                    noticed.insert(mention);
+                }
+            }
+        }
+        noticed
+    }
+
+    /// CMS: the weighted recall of `consensus` in `recommendation`, with each
+    /// item's coverage; `None` when there are no items (or no weight).
+    pub fn cms(&self, consensus: &[ConsensusItem], recommendation: &str) -> Option<(f64, Vec<ItemCoverage>)> {
+        let response = self.ontology.analyze(recommendation);
+        let response_words = format!(" {} ", words(recommendation).join(" "));
+        let mut total = 0.0;
+        let mut covered_weight = 0.0;
+        let mut coverage = Vec::with_capacity(consensus.len());
+        for item in consensus {
+            let covered = self.covers(&response, &response_words, &item.text);
+            total += item.weight;
+            if covered {
+                covered_weight += item.weight;
+            }
+            coverage.push(ItemCoverage {
+                text: item.text.clone(),
+                weight: item.weight,
+                covered,
+            });
+        }
+        (total > 0.0).then(|| (covered_weight / total, coverage))
+    }
+
+    /// Whether a response covers one consensus item: its tests are ordered,
+    /// what it rules out is ruled out, one of its drugs is planned in the same setting, or (without drugs)
+    /// its classes are planned; an item the ontology cannot read at all must
+    /// appear word for word.
+    pub fn covers(&self, response: &Analysis, response_words: &str, item_text: &str) -> bool {
+        let item = self.ontology.analyze(item_text);
+        if item.is_empty() {
+            let needle = format!(" {} ", words(item_text).join(" "));
+            return response_words.contains(&needle);
+        }
+        if !item.tests.is_subset(&response.tests) || !item.avoided.is_subset(&response.avoided) {
+            return false;
+        }
+        let settings_met = item
+            .classes
+            .iter()
+            .filter(|class| SETTING_CLASSES.contains(&class.as_str()))
+            .all(|class| response.classes.contains(class));
+        if !item.drugs.is_empty() {
+            return settings_met && item.drugs.iter().any(|drug| response.drugs.contains(drug));
+        }
+        item.classes.is_subset(&response.classes)
+    }
+}
+
+fn describe_move(base: &Analysis, variant: &Analysis) -> String {
+    let before = base.signature();
+    let after = variant.signature();
+    let added: Vec<&String> = after.difference(&before).collect();
+    let dropped: Vec<&String> = before.difference(&after).collect();
+    let list = |items: &[&String]| {
+        if items.is_empty() {
+            "nothing".to_string()
+        } else {
+            items
+                .iter()
+                .map(|item| item.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    format!("added {}; dropped {}", list(&added), list(&dropped))
+}
+
+fn describe_expected(expected: &Expected) -> String {
+    let mut parts = Vec::new();
+    if !expected.add.is_empty() {
+        parts.push(format!("adds {}", expected.add.join(", ")));
+    }
+    if !expected.remove.is_empty() {
+        parts.push(format!("drops {}", expected.remove.join(", ")));
+    }
+    if let Some(intent) = &expected.intent {
+        parts.push(format!("{intent} intent"));
+    }
+    if let Some(line) = &expected.switch_line {
+        parts.push(format!("switches to the {line} line"));
+    }
+    if let Some(target) = &expected.must_not_repeat {
+        parts.push(format!("does not repeat {target}"));
+    }
+    if let Some(marker) = &expected.order_test {
+        parts.push(format!("orders {marker} testing"));
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfeval_guidelines::Guidelines;
+
+    fn judge() -> RuleJudge {
+        RuleJudge::builtin().expect("ontology")
+    }
+
+    fn expected(add: &[&str], remove: &[&str]) -> Expected {
+        Expected {
+            direction: "changed".into(),
+            add: add.iter().map(|class| class.to_string()).collect(),
+            remove: remove.iter().map(|class| class.to_string()).collect(),
+            ..Expected::default()
+        }
+    }
+
+    fn diff(kind: &str, name: &str, before: &str, after: &str) -> Vec<DiffEntry> {
+        vec![DiffEntry {
+            op: "set_fact".into(),
+            section: Some("biomarkers".into()),
+            fact_kind: Some(kind.into()),
+            fact_name: Some(name.into()),
+            before: Some(before.into()),
+            after: Some(after.into()),
+        }]
+    }
+
+    fn pair<'a>(
+        family: &'a str,
+        base: &'a str,
+        variant: &'a str,
+        expected: Option<&'a Expected>,
+        diff: &'a [DiffEntry],
+    ) -> PairInput<'a> {
+        PairInput {
+            family,
+            intervention: "X",
+            baseline_text: base,
+            baseline_recommendation: base,
+            variant_text: variant,
+            variant_recommendation: variant,
+            expected,
+            expected_text: None,
+            diff,
+        }
+    }
+
+    #[test]
+    fn her2_flip_scores_all_four_outcomes() {
+        let judge = judge();
+        let expected = expected(&[], &["her2_targeted"]);
+        let diff = diff("biomarker", "HER2", "positive", "negative");
+        let base = "Recommendation: trastuzumab + pertuzumab with taxane; cardiac monitoring";
+        let cases = [
+            (
+                "Recommendation: aromatase inhibitor + CDK4/6 inhibitor",
+                Label::UpdatedCorrect,
+            ),
+            (base, Label::Ignored),
+            (
+                "HER2 now negative, noted. Recommendation: trastuzumab + pertuzumab with taxane; cardiac monitoring",
+                Label::AcknowledgedUnchanged,
+            ),
+            ("Recommendation: T-DXd", Label::UpdatedWrongDirection),
+        ];
+        for (variant, label) in cases {
+            let verdict = judge
+                .judge_pair(&pair("A", base, variant, Some(&expected), &diff))
+                .expect("scored");
+            assert_eq!(verdict.label, label, "{variant}: {}", verdict.rationale);
+            assert_eq!(verdict.score, label.score());
+        }
+    }
+
+    #[test]
+    fn negative_controls_hold_or_shift() {
+        let judge = judge();
+        let unchanged = Expected {
+            direction: "unchanged".into(),
+            ..Expected::default()
+        };
+        let base = "Recommendation: FOLFOX or CAPOX + bevacizumab";
+        let held = judge
+            .judge_pair(&pair(
+                "N",
+                base,
+                "Plan: CAPOX with bevacizumab, or FOLFOX + bev",
+                Some(&unchanged),
+                &[],
+            ))
+            .expect("scored");
+        assert_eq!(
+            (held.label, held.score, held.changed),
+            (Label::HeldCorrectly, 1.0, false)
+        );
+        let shifted = judge
+            .judge_pair(&pair(
+                "N",
+                base,
+                "Recommendation: FOLFIRI + bevacizumab",
+                Some(&unchanged),
+                &[],
+            ))
+            .expect("scored");
+        assert_eq!(
+            (shifted.label, shifted.score, shifted.changed),
+            (Label::ShiftedSpuriously, 0.0, true)
+        );
+    }
+
+    #[test]
+    fn progression_checks_line_and_repeat() {
+        let judge = judge();
+        let expected = Expected {
+            direction: "changed".into(),
+            switch_line: Some("next".into()),
+            must_not_repeat: Some("progressed_regimen".into()),
+            ..Expected::default()
+        };
+        let diff = diff("prior_line", "FOLFOX + bevacizumab", "ongoing", "progression");
+        let base = "Recommendation: FOLFOX or CAPOX + bevacizumab";
+        let good = judge
+            .judge_pair(&pair(
+                "B",
+                base,
+                "Recommendation: FOLFIRI + bevacizumab (switch chemotherapy backbone)",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(good.label, Label::UpdatedCorrect, "{}", good.rationale);
+        let repeat = judge
+            .judge_pair(&pair(
+                "B",
+                base,
+                "Recommendation: continue FOLFOX + bevacizumab",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(repeat.label, Label::UpdatedWrongDirection, "{}", repeat.rationale);
+        let immuno = Expected {
+            direction: "changed".into(),
+            switch_line: Some("next".into()),
+            remove: vec!["immunotherapy".into()],
+            must_not_repeat: Some("immunotherapy".into()),
+            ..Expected::default()
+        };
+        let io = judge
+            .judge_pair(&pair(
+                "B",
+                "Recommendation: platinum doublet chemotherapy + pembrolizumab",
+                "Recommendation: docetaxel with or without ramucirumab; no rechallenge with a PD-1/PD-L1 inhibitor",
+                Some(&immuno),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(io.label, Label::UpdatedCorrect, "{}", io.rationale);
+    }
+
+    #[test]
+    fn surgery_stage_and_strip_expectations() {
+        let judge = judge();
+        let d1 = expected(
+            &["definitive_chemoradiation_or_systemic_therapy"],
+            &["adjuvant_therapy", "surveillance"],
+        );
+        let verdict = judge
+            .judge_pair(&pair(
+                "D",
+                "Recommendation: adjuvant FOLFOX or CAPOX",
+                "Recommendation: concurrent chemoradiotherapy",
+                Some(&d1),
+                &[],
+            ))
+            .expect("scored");
+        assert_eq!(verdict.label, Label::UpdatedCorrect, "{}", verdict.rationale);
+        let mut e1 = expected(&["systemic_therapy"], &["surgical_resection", "adjuvant_therapy"]);
+        e1.intent = Some("palliative".into());
+        let verdict = judge
+            .judge_pair(&pair(
+                "E",
+                "Recommendation: surgical resection (colectomy with lymphadenectomy)",
+                "Recommendation: FOLFOX or CAPOX + bevacizumab",
+                Some(&e1),
+                &[],
+            ))
+            .expect("scored");
+        assert_eq!(verdict.label, Label::UpdatedCorrect, "{}", verdict.rationale);
+        let c1 = Expected {
+            direction: "changed".into(),
+            order_test: Some("HER2".into()),
+            ..Expected::default()
+        };
+        let verdict = judge
+            .judge_pair(&pair(
+                "C",
+                "Recommendation: trastuzumab + pertuzumab with taxane",
+                "Recommendation: HER2 testing (IHC with reflex ISH)",
+                Some(&c1),
+                &[],
+            ))
+            .expect("scored");
+        assert_eq!(verdict.label, Label::UpdatedCorrect, "{}", verdict.rationale);
+    }
+
+    #[test]
+    fn a_changed_pair_without_expectation_is_an_error_not_a_guess() {
+        let judge = judge();
+        let error = judge
+            .judge_pair(&pair("A", "x", "y", None, &[]))
+            .expect_err("no expectation");
+        assert!(error.contains("machine-checkable"), "{error}");
+    }
+
+    #[test]
+    fn cms_is_weighted_recall() {
+        let judge = judge();
+        let consensus = vec![
+            ConsensusItem {
+                text: "adjuvant FOLFOX or CAPOX".into(),
+                weight: 1.0,
+            },
+            ConsensusItem {
+                text: "survivorship care plan".into(),
+                weight: 0.2,
+            },
+            ConsensusItem {
+                text: "MMR/MSI testing".into(),
+                weight: 1.0,
+            },
+        ];
+        let (score, coverage) = judge
+            .cms(&consensus, "Recommendation: adjuvant CAPOX for 3 months")
+            .expect("weights");
+        assert!((score - 1.0 / 2.2).abs() < 1e-9, "{score}");
+        assert_eq!(
+            coverage.iter().map(|item| item.covered).collect::<Vec<_>>(),
+            [true, false, false]
+        );
+        let (score, _) = judge
+            .cms(
+                &consensus,
+                "Plan: CAPOX (adjuvant); order MSI testing; survivorship care",
+            )
+            .expect("weights");
+        assert!((score - 1.0).abs() < 1e-9, "{score}");
+        let (score, _) = judge.cms(&consensus, "CAPOX").expect("weights");
+        assert_eq!(
+            score, 0.0,
+            "a drug outside its setting does not cover an adjuvant item"
+        );
+        assert!(judge.cms(&[], "anything").is_none());
+    }
+
+    /// Every item the guideline table can recommend is recognised, and a
+    /// recommendation of a rule's items covers them fully.
+    #[test]
+    fn ontology_recognises_every_guideline_item() {
+        let judge = judge();
+        let table = Guidelines::builtin().expect("guidelines");
+        for rule in &table.rules {
+            for item in &rule.items {
+                let analysis = judge.ontology().analyze(&item.text);
+                assert!(
+                    !analysis.is_empty(),
+                    "rule {}: item `{}` is not recognised",
+                    rule.id,
+                    item.text
+                );
+            }
+            let consensus: Vec<ConsensusItem> = rule
+                .items
+                .iter()
+                .map(|item| ConsensusItem {
+                    text: item.text.clone(),
+                    weight: item.weight,
+                })
+                .collect();
+            let text = format!(
+                "Recommendation: {}",
+                rule.items
+                    .iter()
+                    .map(|item| item.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            let (score, coverage) = judge.cms(&consensus, &text).expect("weights");
+            assert_eq!(score, 1.0, "rule {}: {coverage:?}", rule.id);
+        }
+    }
+
+    /// The classes the catalog's expectations look for are what the rule
+    /// table's items say, rule by rule.
+    #[test]
+    fn guideline_items_carry_the_classes_the_catalog_expects() {
+        let judge = judge();
+        let table = Guidelines::builtin().expect("guidelines");
+        for rule in &table.rules {
+            let text = rule
+                .items
+                .iter()
+                .map(|item| item.text.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+            let analysis = judge.ontology().analyze(&text);
+            let when = &rule.when;
+            let marker = |name: &str| when.markers.get(name).map(Vec::as_slice).unwrap_or_default();
+            let systemic = rule.group == "systemic";
+            let check = |class: &str, holds: bool| {
+                assert!(
+                    holds,
+                    "rule {} ({text}) should plan {class}: {:?}",
+                    rule.id, analysis.classes
+                );
+            };
+            if systemic && marker("HER2") == ["positive"] {
+                check("her2_targeted", analysis.classes.contains("her2_targeted"));
+            }
+            if systemic && marker("HER2").contains(&"negative".to_string()) {
+                check("no her2_targeted", !analysis.classes.contains("her2_targeted"));
+            }
+            if systemic && marker("ER") == ["positive"] && when.stage.iter().all(|stage| stage == "IV") {
+                check(
+                    "endocrine_therapy",
+                    analysis.classes.contains("endocrine_therapy"),
+                );
+            }
+            if systemic && marker("ER") == ["negative"] {
+                check(
+                    "no endocrine_therapy",
+                    !analysis.classes.contains("endocrine_therapy"),
+                );
+            }
+            if systemic && when.stage == ["IV"] {
+                check("systemic_therapy", analysis.classes.contains("systemic_therapy"));
+                check(
+                    "palliative intent",
+                    analysis.intent.as_deref() == Some("palliative"),
+                );
+            }
+            if systemic && when.surgery == ["resected"] && !when.stage.contains(&"IV".to_string()) {
+                check(
+                    "adjuvant_therapy or surveillance",
+                    analysis.classes.contains("adjuvant_therapy")
+                        || analysis.classes.contains("surveillance"),
+                );
+            }
+            if rule.group == "local" && !when.surgery.contains(&"resected".to_string()) {
+                check("local_therapy", analysis.classes.contains("local_therapy"));
+            }
+            if when.pdl1_at_least.is_some_and(|level| level >= 50.0) {
+                check(
+                    "immunotherapy_monotherapy",
+                    analysis.classes.contains("immunotherapy_monotherapy"),
+                );
+            }
+            if when.progressed_on.as_deref() == Some("immunotherapy") {
+                // Known conflict with catalog B2 (remove immunotherapy): after
+                // anti-PD-1 progression the melanoma rule recommends
+                // ipilimumab-based therapy, itself immunotherapy.
+                let conflict = rule.id == "melanoma-after-immunotherapy";
+                check(
+                    if conflict {
+                        "immunotherapy (known conflict)"
+                    } else {
+                        "no immunotherapy"
+                    },
+                    analysis.classes.contains("immunotherapy") == conflict,
+                );
+            }
+            if rule.group.starts_with("testing") {
+                check("an ordered test", !analysis.tests.is_empty());
+            }
+        }
+    }
+}

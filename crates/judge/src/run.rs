@@ -1,0 +1,653 @@
+//! The judge stage over a run: pair every variant response with its
+//! subject's baseline response (same subject, mode and case), judge the
+//! pair, score CMS on every baseline response, and commit the judgments
+//! under the unit `judge=<name>`.
+//!
+//! Two streaming passes over `responses`: the first collects the baseline
+//! answers keyed by (subject, mode, case) and the subjects (small), the
+//! second judges. Variants' expectations and cases' consensus items are
+//! kept as small maps. Subjects are never called: a judge-only rerun reads
+//! what infer wrote. A rerun with the same judge and fingerprint skips; a
+//! changed fingerprint (new responses, new prompt, new ontology) redoes the
+//! judge's unit and leaves every other judge's rows untouched.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use cfeval_schema::{
+    CaseRow, ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, ResponseRow, ShardStore, Table,
+    VariantRow, ids,
+};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::families::{Families, GuardPlan};
+use crate::llm::LlmJudge;
+use crate::rule::RuleJudge;
+use crate::verdict::{PairInput, Verdict};
+
+/// Which judge runs.
+#[derive(Debug, Clone)]
+pub enum Judge {
+    /// The deterministic rule judge.
+    Rule(Box<RuleJudge>),
+    /// A model judge, with the fallback that judges subjects of its own family.
+    Llm {
+        judge: Box<LlmJudge>,
+        fallback: Option<Box<LlmJudge>>,
+    },
+}
+
+impl Judge {
+    /// The name recorded in `judgments.judge` and in the unit.
+    pub fn name(&self) -> &str {
+        match self {
+            Judge::Rule(_) => RuleJudge::NAME,
+            Judge::Llm { judge, .. } => &judge.name,
+        }
+    }
+}
+
+/// Settings of a judge run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub run: String,
+    /// Judge responses made under different catalogs together.
+    pub allow_mixed_catalogs: bool,
+    /// When set, the catalog hash every response must carry (the lock).
+    pub catalog_hash: Option<String>,
+    /// LLM calls in flight at once.
+    pub concurrency: usize,
+    /// Pairs judged between two commits (LLM judges).
+    pub chunk: usize,
+    /// The model-family map of the self-preference guard.
+    pub families: Families,
+}
+
+impl Config {
+    /// Defaults for `run`, with the built-in family map.
+    pub fn new(run: impl Into<String>) -> Result<Self> {
+        Ok(Self {
+            run: run.into(),
+            allow_mixed_catalogs: false,
+            catalog_hash: None,
+            concurrency: 16,
+            chunk: 256,
+            families: Families::builtin()?,
+        })
+    }
+}
+
+/// What a judge run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub judge: String,
+    pub unit: String,
+    /// The unit was already complete under this fingerprint: nothing was done.
+    pub skipped: bool,
+    /// CSS pair verdicts written (errors included).
+    pub pairs: u64,
+    /// CMS rows written (errors included).
+    pub cms: u64,
+    /// Rows recorded with `status = error` (score null).
+    pub errors: u64,
+    /// Pairs judged by the fallback judge (self-preference guard).
+    pub fallback_pairs: u64,
+    /// CSS verdicts per label.
+    pub labels: BTreeMap<String, u64>,
+}
+
+/// The unit a judge's rows are committed under.
+pub fn unit(judge: &str) -> String {
+    format!("judge={judge}")
+}
+
+#[derive(Serialize)]
+struct Fingerprint<'a> {
+    judge: &'a str,
+    prompt_hash: String,
+    fallback: Option<(&'a str, &'a str)>,
+    cms_hash: String,
+    responses: Vec<String>,
+    variants: Vec<String>,
+    cases: Vec<String>,
+}
+
+struct Baseline {
+    text: String,
+    recommendation: String,
+    error: Option<String>,
+}
+
+struct VariantInfo {
+    expected: Option<Expected>,
+    expected_text: Option<String>,
+    diff: Vec<DiffEntry>,
+}
+
+type Key = (String, String, String);
+
+/// Runs `judge` over the run's responses (blocking; LLM judges get their own
+/// runtime).
+pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
+    let rule = match judge {
+        Judge::Rule(rule) => (**rule).clone(),
+        Judge::Llm { .. } => RuleJudge::builtin()?,
+    };
+    let open = |table: &str, schema| ShardStore::open_existing(&run_dir.join(table), table, schema);
+    let Some(responses) = open(ResponseRow::NAME, ResponseRow::schema())? else {
+        return Err(Error::NoResponses(run_dir.display().to_string()));
+    };
+    if responses.entries().is_empty() {
+        return Err(Error::NoResponses(run_dir.display().to_string()));
+    }
+    let variants = open(VariantRow::NAME, VariantRow::schema())?;
+    let cases = open(CaseRow::NAME, CaseRow::schema())?;
+    let name = judge.name().to_string();
+    let unit = unit(&name);
+    let hashes = |store: &Option<ShardStore>| {
+        store
+            .iter()
+            .flat_map(|store| store.entries().iter().map(|entry| entry.blake3.clone()))
+            .collect::<Vec<_>>()
+    };
+    let (prompt_hash, fallback) = match judge {
+        Judge::Rule(rule) => (rule.prompt_hash(), None),
+        Judge::Llm { judge, fallback } => (
+            judge.prompt_hash().to_string(),
+            fallback
+                .as_ref()
+                .map(|fallback| (fallback.name.as_str(), fallback.prompt_hash())),
+        ),
+    };
+    let fingerprint = ids::fingerprint(&Fingerprint {
+        judge: &name,
+        prompt_hash: prompt_hash.clone(),
+        fallback,
+        cms_hash: rule.prompt_hash(),
+        responses: responses
+            .entries()
+            .iter()
+            .map(|entry| entry.blake3.clone())
+            .collect(),
+        variants: hashes(&variants),
+        cases: hashes(&cases),
+    });
+    let mut judgments = ShardStore::open_table::<JudgmentRow>(run_dir)?;
+    let mut report = Report {
+        judge: name.clone(),
+        unit: unit.clone(),
+        ..Report::default()
+    };
+    if judgments.is_complete(&unit, &fingerprint) {
+        report.skipped = true;
+        return Ok(report);
+    }
+
+    // Pass 1: baselines, subjects and the catalog lock.
+    let mut baselines: HashMap<Key, Baseline> = HashMap::new();
+    let mut subjects: BTreeSet<String> = BTreeSet::new();
+    let mut catalog: Option<String> = None;
+    for batch in responses.read_rows::<ResponseRow>()? {
+        for row in batch? {
+            check_catalog(config, &mut catalog, &row.catalog_hash)?;
+            subjects.insert(row.subject.clone());
+            if row.family == "baseline" {
+                let error =
+                    (row.status != "ok").then(|| row.error.clone().unwrap_or_else(|| "status error".into()));
+                let (text, recommendation) = texts(&row);
+                baselines.insert(
+                    (row.subject.clone(), row.mode.clone(), row.case_id.clone()),
+                    Baseline {
+                        text,
+                        recommendation,
+                        error,
+                    },
+                );
+            }
+        }
+    }
+    // The guard refuses before any judging starts.
+    let mut plans: HashMap<String, GuardPlan> = HashMap::new();
+    if let Judge::Llm { judge, fallback } = judge {
+        for subject in &subjects {
+            let plan = config.families.guard(
+                &judge.name,
+                fallback.as_ref().map(|fallback| fallback.name.as_str()),
+                subject,
+            )?;
+            plans.insert(subject.clone(), plan);
+        }
+    }
+    let variant_info = load_variants(variants.as_ref())?;
+    let consensus = load_consensus(cases.as_ref())?;
+
+    // A partial or stale unit of this judge is redone from scratch.
+    if judgments.unit(&unit).is_some() || judgments.entries().iter().any(|entry| entry.unit == unit) {
+        judgments.retire_unit(&unit)?;
+    }
+    let mut writer = judgments.writer(Provenance {
+        run: config.run.clone(),
+        unit: unit.clone(),
+        fingerprint: fingerprint.clone(),
+        catalog_hash: catalog.clone(),
+    });
+    let runtime = match judge {
+        Judge::Llm { .. } => Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(Error::Runtime)?,
+        ),
+        Judge::Rule(_) => None,
+    };
+    let context = Context {
+        config,
+        judge,
+        name: &name,
+        prompt_hash: &prompt_hash,
+        rule: &rule,
+        baselines: &baselines,
+        variants: &variant_info,
+        consensus: &consensus,
+        plans: &plans,
+    };
+
+    // Pass 2: judge.
+    let mut pending: Vec<ResponseRow> = Vec::new();
+    for batch in responses.read_rows::<ResponseRow>()? {
+        for row in batch? {
+            pending.push(row);
+            if pending.len() >= config.chunk.max(1) {
+                let rows = context.judge_chunk(std::mem::take(&mut pending), runtime.as_ref(), &mut report);
+                writer.write_rows(&rows)?;
+                writer.flush()?;
+            }
+        }
+    }
+    let rows = context.judge_chunk(pending, runtime.as_ref(), &mut report);
+    writer.write_rows(&rows)?;
+    writer.finish()?;
+    judgments.refresh()?;
+    let entries: Vec<_> = judgments
+        .entries()
+        .iter()
+        .filter(|entry| entry.unit == unit)
+        .cloned()
+        .collect();
+    judgments.mark_complete(&unit, &fingerprint, &entries)?;
+    Ok(report)
+}
+
+fn check_catalog(config: &Config, catalog: &mut Option<String>, found: &str) -> Result<()> {
+    if let Some(expected) = &config.catalog_hash
+        && expected != found
+        && !config.allow_mixed_catalogs
+    {
+        return Err(Error::CatalogLock {
+            expected: expected.clone(),
+            found: found.to_string(),
+        });
+    }
+    match catalog {
+        None => *catalog = Some(found.to_string()),
+        Some(first) if first != found && !config.allow_mixed_catalogs => {
+            return Err(Error::MixedCatalogs {
+                first: first.clone(),
+                second: found.to_string(),
+            });
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// A response's full text and its recommendation (each falls back on the other).
+fn texts(row: &ResponseRow) -> (String, String) {
+    let recommendation = row
+        .recommendation
+        .clone()
+        .or_else(|| row.text.clone())
+        .unwrap_or_default();
+    let text = row.text.clone().unwrap_or_else(|| recommendation.clone());
+    (text, recommendation)
+}
+
+fn load_variants(store: Option<&ShardStore>) -> Result<HashMap<String, VariantInfo>> {
+    let mut map = HashMap::new();
+    let Some(store) = store else {
+        return Ok(map);
+    };
+    for batch in store.read_rows::<VariantRow>()? {
+        for row in batch? {
+            if row.family == "baseline" || !row.applicable {
+                continue;
+            }
+            map.insert(
+                row.variant_id,
+                VariantInfo {
+                    expected: row.expected,
+                    expected_text: row.expected_text,
+                    diff: row.diff,
+                },
+            );
+        }
+    }
+    Ok(map)
+}
+
+fn load_consensus(store: Option<&ShardStore>) -> Result<HashMap<String, Vec<ConsensusItem>>> {
+    let mut map = HashMap::new();
+    let Some(store) = store else {
+        return Ok(map);
+    };
+    for batch in store.read_rows::<CaseRow>()? {
+        for row in batch? {
+            map.insert(row.case_id, row.reference.consensus);
+        }
+    }
+    Ok(map)
+}
+
+struct Context<'a> {
+    config: &'a Config,
+    judge: &'a Judge,
+    name: &'a str,
+    prompt_hash: &'a str,
+    rule: &'a RuleJudge,
+    baselines: &'a HashMap<Key, Baseline>,
+    variants: &'a HashMap<String, VariantInfo>,
+    consensus: &'a HashMap<String, Vec<ConsensusItem>>,
+    plans: &'a HashMap<String, GuardPlan>,
+}
+
+/// What to do with one response.
+enum Task {
+    Done(JudgmentRow),
+    Pair(JudgmentRow, usize),
+}
+
+impl Context<'_> {
+    fn row(&self, response: &ResponseRow, metric: &str, prompt_hash: &str) -> JudgmentRow {
+        JudgmentRow {
+            run: self.config.run.clone(),
+            judge: self.name.to_string(),
+            subject: response.subject.clone(),
+            is_control: response.is_control,
+            mode: response.mode.clone(),
+            case_id: response.case_id.clone(),
+            variant_id: response.variant_id.clone(),
+            intervention: response.intervention.clone(),
+            family: response.family.clone(),
+            catalog_hash: response.catalog_hash.clone(),
+            metric: metric.to_string(),
+            score: None,
+            label: None,
+            rationale: None,
+            status: "error".into(),
+            error: None,
+            prompt_hash: prompt_hash.to_string(),
+            changed: None,
+            decisive_section_read: None,
+        }
+    }
+
+    fn cms_row(&self, response: &ResponseRow) -> JudgmentRow {
+        let mut row = self.row(response, "cms", &self.rule.prompt_hash());
+        let (_, recommendation) = texts(response);
+        if response.status != "ok" {
+            row.error = Some(format!(
+                "the subject's baseline response is an error: {}",
+                response.error.as_deref().unwrap_or("status error")
+            ));
+            return row;
+        }
+        let Some(items) = self.consensus.get(&response.case_id) else {
+            row.error = Some("the case is not in the cases table (no consensus items)".into());
+            return row;
+        };
+        match self.rule.cms(items, &recommendation) {
+            Some((score, coverage)) => {
+                row.score = Some(score);
+                row.status = "ok".into();
+                let missed: Vec<&str> = coverage
+                    .iter()
+                    .filter(|item| !item.covered)
+                    .map(|item| item.text.as_str())
+                    .collect();
+                row.rationale = Some(if missed.is_empty() {
+                    format!("all {} consensus items covered", coverage.len())
+                } else {
+                    format!("missed: {}", missed.join("; "))
+                });
+            }
+            None => row.error = Some("the case has no weighted consensus items".into()),
+        }
+        row
+    }
+
+    /// Builds a pair's row (error rows complete) and says which judge scores it.
+    fn prepare(&self, response: &ResponseRow) -> (JudgmentRow, Option<PairParts>) {
+        let mut row = self.row(response, "css", self.prompt_hash);
+        let Some(info) = self.variants.get(&response.variant_id) else {
+            row.error = Some("the variant is not in the variants table".into());
+            return (row, None);
+        };
+        if response.mode == "agent" {
+            let edited: BTreeSet<&str> = info
+                .diff
+                .iter()
+                .filter_map(|entry| entry.section.as_deref())
+                .collect();
+            if !edited.is_empty() {
+                row.decisive_section_read = Some(
+                    response
+                        .sections_read
+                        .iter()
+                        .any(|section| edited.contains(section.as_str())),
+                );
+            }
+        }
+        let key = (
+            response.subject.clone(),
+            response.mode.clone(),
+            response.case_id.clone(),
+        );
+        let Some(baseline) = self.baselines.get(&key) else {
+            row.error = Some("no baseline response of this subject, mode and case".into());
+            return (row, None);
+        };
+        if let Some(error) = &baseline.error {
+            row.error = Some(format!("the baseline response is an error: {error}"));
+            return (row, None);
+        }
+        if response.status != "ok" {
+            row.error = Some(format!(
+                "the intervened response is an error: {}",
+                response.error.as_deref().unwrap_or("status error")
+            ));
+            return (row, None);
+        }
+        let fallback = self.plans.get(&response.subject) == Some(&GuardPlan::Fallback);
+        let (text, recommendation) = texts(response);
+        (
+            row,
+            Some(PairParts {
+                baseline_text: baseline.text.clone(),
+                baseline_recommendation: baseline.recommendation.clone(),
+                text,
+                recommendation,
+                fallback,
+            }),
+        )
+    }
+
+    fn judge_chunk(
+        &self,
+        responses: Vec<ResponseRow>,
+        runtime: Option<&tokio::runtime::Runtime>,
+        report: &mut Report,
+    ) -> Vec<JudgmentRow> {
+        let mut tasks = Vec::with_capacity(responses.len());
+        let mut pairs: Vec<(PairParts, &ResponseRow)> = Vec::new();
+        for response in &responses {
+            if response.family == "baseline" {
+                tasks.push(Task::Done(self.cms_row(response)));
+                continue;
+            }
+            match self.prepare(response) {
+                (row, Some(parts)) => {
+                    tasks.push(Task::Pair(row, pairs.len()));
+                    pairs.push((parts, response));
+                }
+                (row, None) => tasks.push(Task::Done(row)),
+            }
+        }
+        let verdicts = self.verdicts(&pairs, runtime);
+        let mut rows = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let row = match task {
+                Task::Done(row) => row,
+                Task::Pair(mut row, index) => {
+                    let (parts, _) = &pairs[index];
+                    if parts.fallback {
+                        report.fallback_pairs += 1;
+                    }
+                    match &verdicts[index] {
+                        Ok(verdict) => {
+                            row.score = Some(verdict.score);
+                            row.label = Some(verdict.label.as_str().to_string());
+                            row.changed = Some(verdict.changed);
+                            row.status = "ok".into();
+                            row.rationale = Some(if parts.fallback {
+                                format!(
+                                    "[judged by fallback {}] {}",
+                                    self.fallback_name(),
+                                    verdict.rationale
+                                )
+                            } else {
+                                verdict.rationale.clone()
+                            });
+                            if let (
+                                true,
+                                Judge::Llm {
+                                    fallback: Some(fallback),
+                                    ..
+                                },
+                            ) = (parts.fallback, self.judge)
+                            {
+                                row.prompt_hash = fallback.prompt_hash().to_string();
+                            }
+                        }
+                        Err(error) => row.error = Some(error.clone()),
+                    }
+                    row
+                }
+            };
+            if row.metric == "css" {
+                report.pairs += 1;
+                if let Some(label) = &row.label {
+                    *report.labels.entry(label.clone()).or_default() += 1;
+                }
+            } else {
+                report.cms += 1;
+            }
+            report.errors += u64::from(row.status != "ok");
+            rows.push(row);
+        }
+        rows
+    }
+
+    fn fallback_name(&self) -> &str {
+        match self.judge {
+            Judge::Llm {
+                fallback: Some(fallback),
+                ..
+            } => &fallback.name,
+            _ => "",
+        }
+    }
+
+    fn verdicts(
+        &self,
+        pairs: &[(PairParts, &ResponseRow)],
+        runtime: Option<&tokio::runtime::Runtime>,
+    ) -> Vec<Result<Verdict, String>> {
+        let inputs: Vec<PairInput<'_>> = pairs
+            .iter()
+            .map(|(parts, response)| {
+                let info = self.variants.get(&response.variant_id);
+                PairInput {
+                    family: &response.family,
+                    intervention: &response.intervention,
+                    baseline_text: &parts.baseline_text,
+                    baseline_recommendation: &parts.baseline_recommendation,
+                    variant_text: &parts.text,
+                    variant_recommendation: &parts.recommendation,
+                    expected: info.and_then(|info| info.expected.as_ref()),
+                    expected_text: info.and_then(|info| info.expected_text.as_deref()),
+                    diff: info.map(|info| info.diff.as_slice()).unwrap_or_default(),
+                }
+            })
+            .collect();
+        match (self.judge, runtime) {
+            (Judge::Llm { judge, fallback }, Some(runtime)) => runtime.block_on(async {
+                let semaphore = tokio::sync::Semaphore::new(self.config.concurrency.max(1));
+                let calls = inputs.iter().zip(pairs).map(|(input, (parts, _))| {
+                    let chosen = match (parts.fallback, fallback) {
+                        (true, Some(fallback)) => fallback,
+                        _ => judge,
+                    };
+                    let semaphore = &semaphore;
+                    async move {
+                        let _permit = semaphore.acquire().await.map_err(|error| error.to_string())?;
+                        chosen.judge_pair(input).await
+                    }
+                });
+                join_all(calls).await
+            }),
+            (Judge::Rule(rule), _) => inputs.iter().map(|input| rule.judge_pair(input)).collect(),
+            (Judge::Llm { .. }, None) => inputs
+                .iter()
+                .map(|_| Err("no async runtime for the LLM judge".to_string()))
+                .collect(),
+        }
+    }
+}
+
+struct PairParts {
+    baseline_text: String,
+    baseline_recommendation: String,
+    text: String,
+    recommendation: String,
+    fallback: bool,
+}
+
+/// Polls futures concurrently and returns their outputs in order.
+async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for future in futures {
+        set.push(Box::pin(future));
+    }
+    let mut outputs: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+    std::future::poll_fn(|context| {
+        let mut all_done = true;
+        for (index, future) in set.iter_mut().enumerate() {
+            if outputs[index].is_some() {
+                continue;
+            }
+            match future.as_mut().poll(context) {
+                std::task::Poll::Ready(output) => outputs[index] = Some(output),
+                std::task::Poll::Pending => all_done = false,
+            }
+        }
+        if all_done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
