@@ -1,0 +1,64 @@
+//! `cfeval cohort` and `cfeval synthesize` (E-Synthesis).
+
+use std::io::Write;
+
+use anyhow::Context;
+use cfeval_synthesize::cohort::{self, CohortConfig};
+use cfeval_synthesize::{Config, InputFormat};
+
+use crate::args::{CohortArgs, InputFormat as FormatArg, SynthesizeArgs};
+
+/// Writes the seeded synthetic cohort into `--out` and prints a summary
+/// (one JSON line) on stdout.
+pub fn cohort(args: &CohortArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let config = CohortConfig {
+        cases: args.cases,
+        seed: args.seed,
+    };
+    let cases = cohort::generate(&config).context("failed to generate the cohort")?;
+    let files = cohort::write(&cases, &args.out)
+        .with_context(|| format!("failed to write the cohort into {}", args.out.display()))?;
+    let summary = serde_json::json!({
+        "cases": files.cases,
+        "seed": args.seed,
+        "jsonl": files.jsonl,
+        "text_dir": files.text_dir,
+    });
+    writeln!(out, "{summary}")?;
+    Ok(())
+}
+
+/// Converts the inputs into `--out/cases` and prints the report (one JSON
+/// line) on stdout; quarantined inputs are named on stderr.
+pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let format = match args.format {
+        FormatArg::Auto => InputFormat::Auto,
+        FormatArg::Text => InputFormat::Text,
+        FormatArg::Jsonl => InputFormat::Jsonl,
+        FormatArg::Agentclinic => InputFormat::Agentclinic,
+        FormatArg::Csv => InputFormat::Csv,
+    };
+    let run = args
+        .out
+        .file_name()
+        .map_or_else(|| "run".to_string(), |name| name.to_string_lossy().into_owned());
+    let config = Config {
+        run,
+        format,
+        ..Config::default()
+    };
+    let report = cfeval_synthesize::run(&config, &args.input, &args.out)
+        .with_context(|| format!("E-Synthesis into {} failed", args.out.display()))?;
+    for reason in &report.quarantine_reasons {
+        tracing::warn!("quarantined: {reason}");
+    }
+    if report.quarantined > 0 {
+        tracing::warn!(
+            "{} input(s) quarantined; see `cfeval show cases_quarantine --run {}`",
+            report.quarantined,
+            args.out.display()
+        );
+    }
+    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    Ok(())
+}
