@@ -81,8 +81,12 @@ impl FaultRates {
     }
 }
 
+/// Computes the answer text from the model name and the last user text (replaces the
+/// default `"[<model>] <text>"`), e.g. to return a judge's JSON verdict.
+pub type Responder = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
+
 /// How the server behaves.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerConfig {
     /// Added before every answer.
     pub latency: Duration,
@@ -95,6 +99,22 @@ pub struct ServerConfig {
     /// When set, requests must carry this key (`Authorization: Bearer` or `x-api-key`);
     /// others get 401 with the key they sent echoed in the body, as real providers do.
     pub require_key: Option<String>,
+    /// Custom answer text (tool calls are unaffected).
+    pub responder: Option<Responder>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("latency", &self.latency)
+            .field("faults", &self.faults)
+            .field("seed", &self.seed)
+            .field("retry_after", &self.retry_after)
+            .field("hang_for", &self.hang_for)
+            .field("require_key", &self.require_key.as_ref().map(|_| "<redacted>"))
+            .field("responder", &self.responder.as_ref().map(|_| "<fn>"))
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -106,6 +126,7 @@ impl Default for ServerConfig {
             retry_after: Some("0".into()),
             hang_for: Duration::from_secs(120),
             require_key: None,
+            responder: None,
         }
     }
 }
@@ -192,6 +213,17 @@ impl TestServer {
     /// `http://127.0.0.1:PORT/v1` (the OpenAI-compatible base URL).
     pub fn openai_base_url(&self) -> String {
         format!("http://{}/v1", self.address)
+    }
+
+    /// A config for `subject` (`provider/model`) talking OpenAI chat completions to this
+    /// server, without a key and with default limits.
+    pub fn openai_config(&self, subject: &str) -> crate::Result<crate::BackendConfig> {
+        crate::BackendConfig::custom(subject, crate::Protocol::OpenAiChat, self.openai_base_url(), None)
+    }
+
+    /// A config for `subject` talking Anthropic Messages to this server.
+    pub fn anthropic_config(&self, subject: &str) -> crate::Result<crate::BackendConfig> {
+        crate::BackendConfig::custom(subject, crate::Protocol::AnthropicMessages, self.base_url(), None)
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -614,7 +646,9 @@ async fn answer(
             Ok(true)
         }
         Fault::TruncatedBody => {
-            let full = reply(protocol, &body, &model, false).to_string().into_bytes();
+            let full = reply(protocol, &body, &model, false, state.config.responder.as_ref())
+                .to_string()
+                .into_bytes();
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                 full.len()
@@ -625,7 +659,13 @@ async fn answer(
             Ok(false)
         }
         Fault::None | Fault::BadToolJson => {
-            let out = reply(protocol, &body, &model, fault == Fault::BadToolJson);
+            let out = reply(
+                protocol,
+                &body,
+                &model,
+                fault == Fault::BadToolJson,
+                state.config.responder.as_ref(),
+            );
             write_response(stream, 200, &[], out.to_string().as_bytes()).await?;
             counters.answered_ok.fetch_add(1, Ordering::Relaxed);
             Ok(true)
@@ -678,7 +718,13 @@ fn has_tool_result(protocol: Protocol, messages: &[Value]) -> bool {
     })
 }
 
-fn reply(protocol: Protocol, body: &Value, model: &str, bad_tool_json: bool) -> Value {
+fn reply(
+    protocol: Protocol,
+    body: &Value,
+    model: &str,
+    bad_tool_json: bool,
+    responder: Option<&Responder>,
+) -> Value {
     let empty = Vec::new();
     let messages = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
     let user = last_user_text(messages);
@@ -694,7 +740,10 @@ fn reply(protocol: Protocol, body: &Value, model: &str, bad_tool_json: bool) -> 
     let tool = forced
         .or(first_tool)
         .filter(|_| !has_tool_result(protocol, messages));
-    let text = format!("[{model}] {user}");
+    let text = match responder {
+        Some(responder) => responder(model, &user),
+        None => format!("[{model}] {user}"),
+    };
     let prompt_tokens = (body.to_string().len() / 4) as u64;
     let arguments = if bad_tool_json {
         format!("{{\"query\": \"{}", user.replace('"', ""))

@@ -92,3 +92,26 @@ async fn json_schema_output_comes_back_as_text() {
     let parsed: serde_json::Value = serde_json::from_str(done.response.text.as_deref().unwrap()).unwrap();
     assert_eq!(parsed, json!({"query": "score it"}));
 }
+
+#[tokio::test]
+async fn a_responder_sets_the_answer_text_for_both_protocols() {
+    let responder: cfeval_model::testing::Responder = std::sync::Arc::new(|model: &str, user: &str| {
+        format!("{{\"model\":\"{model}\",\"len\":{}}}", user.len())
+    });
+    let server = server(ServerConfig {
+        responder: Some(responder),
+        ..ServerConfig::default()
+    })
+    .await;
+    let request = ChatRequest::new(vec![Message::user("abc")]);
+    for config in [
+        server.anthropic_config("anthropic/judge-a").unwrap(),
+        server.openai_config("vllm/judge-b").unwrap(),
+    ] {
+        let model = config.model.clone();
+        let client = client_builder(config).build().unwrap();
+        let done = client.chat(&request).await.unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(done.response.text.as_deref().unwrap()).unwrap();
+        assert_eq!(parsed, json!({"model": model, "len": 3}));
+    }
+}
