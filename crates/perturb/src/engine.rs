@@ -260,10 +260,18 @@ fn build(
                 value,
                 detail,
                 anchor,
+                polarity,
+                name,
                 ..
             }) => {
                 new_fact.value = value.clone();
                 new_fact.detail = detail.clone();
+                if let Some(polarity) = polarity {
+                    new_fact.polarity = polarity.clone();
+                }
+                if let Some(name) = name {
+                    new_fact.name = name.clone();
+                }
                 let span = match anchor {
                     Some(anchor) => {
                         let start = map
@@ -273,14 +281,18 @@ fn build(
                     }
                     None => map_span(&map, &old),
                 };
-                if new_fact.value != fact.value || new_fact.detail != fact.detail {
+                if new_fact.value != fact.value
+                    || new_fact.detail != fact.detail
+                    || new_fact.polarity != fact.polarity
+                    || new_fact.name != fact.name
+                {
                     diff.push(DiffEntry {
                         op: "set_fact".into(),
                         section: Some(fact.section.clone()),
                         fact_kind: Some(fact.kind.clone()),
                         fact_name: Some(fact.name.clone()),
-                        before: Some(describe(&fact.value, fact.detail.as_deref())),
-                        after: Some(describe(&new_fact.value, new_fact.detail.as_deref())),
+                        before: Some(describe_fact(fact)),
+                        after: Some(describe_fact(&new_fact)),
                     });
                 }
                 span
@@ -392,6 +404,14 @@ fn map_span(map: &OffsetMap, old: &Range<usize>) -> Range<usize> {
     let start = map.start(old.start);
     let end = map.end(old.end).max(start);
     start..end
+}
+
+fn describe_fact(fact: &Fact) -> String {
+    let mut out = describe(&fact.value, fact.detail.as_deref());
+    if fact.polarity == "negated" {
+        out.push_str(" [negated]");
+    }
+    out
 }
 
 fn describe(value: &str, detail: Option<&str>) -> String {

@@ -669,7 +669,7 @@ pub(crate) fn flip(chart: &Chart<'_>, targets: &Targets) -> Result<Outcome, NotA
             to,
             Marker::parse(&fact.name).unwrap_or(primary),
         );
-        super::set(&mut outcome, *index, to, detail, None);
+        super::set_status(&mut outcome, fact, *index, to, detail, None);
     }
     Ok(outcome)
 }

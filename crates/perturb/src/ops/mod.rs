@@ -172,6 +172,10 @@ pub(crate) enum FactChange {
         value: String,
         detail: Option<String>,
         anchor: Option<Anchor>,
+        /// A new polarity (`None`: unchanged).
+        polarity: Option<String>,
+        /// A new name (`None`: unchanged).
+        name: Option<String>,
     },
     Remove {
         index: usize,
@@ -208,6 +212,40 @@ pub(crate) fn set(
         value: value.to_string(),
         detail,
         anchor,
+        polarity: None,
+        name: None,
+    });
+}
+
+/// The polarity a value is written with under the "a negative finding is a
+/// negated fact" convention (`negative`, `false`).
+fn conventional_polarity(value: &str) -> &'static str {
+    if matches!(value, "negative" | "false" | "absent") {
+        "negated"
+    } else {
+        "affirmed"
+    }
+}
+
+/// Sets a fact to `value`, moving its polarity along when the fact follows
+/// the negated-negative convention (and leaving it alone otherwise).
+pub(crate) fn set_status(
+    outcome: &mut Outcome,
+    fact: &Fact,
+    index: usize,
+    value: &str,
+    detail: Option<String>,
+    anchor: Option<Anchor>,
+) {
+    let polarity = (fact.polarity == conventional_polarity(&fact.value))
+        .then(|| conventional_polarity(value).to_string());
+    outcome.changes.push(FactChange::Set {
+        index,
+        value: value.to_string(),
+        detail,
+        anchor,
+        polarity,
+        name: None,
     });
 }
 

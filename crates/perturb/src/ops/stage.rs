@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
-use super::{Anchor, Chart, FactChange, NotApplicable, Outcome, re};
+use super::{Anchor, Chart, NotApplicable, Outcome, re};
 use crate::catalog::StageDirection;
 use crate::text;
 use crate::vocab;
@@ -274,15 +274,11 @@ fn down_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotAppli
         outcome.plan.push(sentence.clone(), statement)?;
         for (index, fact) in chart.facts() {
             if fact.kind == "metastatic" {
-                outcome.changes.push(FactChange::Set {
-                    index,
-                    value: "false".into(),
-                    detail: None,
-                    anchor: Some(Anchor {
-                        edit: sentence.clone(),
-                        within: 0..statement.len(),
-                    }),
-                });
+                let anchor = Anchor {
+                    edit: sentence.clone(),
+                    within: 0..statement.len(),
+                };
+                super::set_status(outcome, fact, index, "false", None, Some(anchor));
             }
         }
     } else if let Some((_, fact)) = chart.facts().find(|(_, fact)| fact.kind == "metastatic") {
@@ -313,7 +309,7 @@ fn retarget_facts(chart: &Chart<'_>, range: &Range<usize>, outcome: &mut Outcome
     for (index, fact) in chart.facts() {
         let span = Chart::span(fact);
         if fact.kind == kind && span.start < range.end && range.start < span.end && fact.value != value {
-            super::set(outcome, index, value, fact.detail.clone(), None);
+            super::set_status(outcome, fact, index, value, fact.detail.clone(), None);
         }
     }
 }

@@ -92,13 +92,15 @@ fn unrelated(chart: &Chart<'_>, offset: usize) -> bool {
     section_of(chart, offset).is_some_and(|name| UNRELATED_SECTIONS.contains(&name))
 }
 
-/// The procedure's name for the rewritten sentence.
+/// The procedure's name for the rewritten sentence, and the fact name it
+/// gives: the procedure the chart (or the per-cancer table) names, or
+/// `surgery` for the generic default.
 fn procedure_name(
     fact: Option<&Fact>,
     chart: &Chart<'_>,
     by_cancer: &std::collections::BTreeMap<String, String>,
     default: &str,
-) -> String {
+) -> (String, String) {
     static GENERIC: OnceLock<Regex> = OnceLock::new();
     let generic = re(
         &GENERIC,
@@ -114,12 +116,17 @@ fn procedure_name(
                 .to_string()
         })
         .filter(|name| !generic.is_match(name));
-    named.unwrap_or_else(|| {
-        chart
-            .cancer_type()
-            .and_then(|kind| by_cancer.get(&kind).cloned())
-            .unwrap_or_else(|| default.to_string())
-    })
+    if let Some(named) = named {
+        let name = fact.map_or_else(|| named.clone(), |fact| fact.name.clone());
+        return (named, name);
+    }
+    match chart.cancer_type().and_then(|kind| by_cancer.get(&kind).cloned()) {
+        Some(procedure) => {
+            let name = procedure.to_lowercase();
+            (procedure, name)
+        }
+        None => (default.to_string(), "surgery".to_string()),
+    }
 }
 
 /// Toggles the surgery status.
@@ -164,7 +171,7 @@ pub(crate) fn set_surgery(
             other.name
         ));
     }
-    let procedure = procedure_name(Some(primary), chart, by_cancer, default);
+    let (procedure, named) = procedure_name(Some(primary), chart, by_cancer, default);
     let replacement = match to {
         SurgeryTarget::Unresected => format!(
             "{} was not performed: the tumor was judged unresectable, and {} is not a surgical candidate.",
@@ -206,16 +213,17 @@ pub(crate) fn set_surgery(
             outcome.changes.push(super::FactChange::Remove { index: *index });
             continue;
         }
-        super::set(
-            &mut outcome,
-            *index,
-            new_value,
-            detail.clone(),
-            Some(Anchor {
+        outcome.changes.push(super::FactChange::Set {
+            index: *index,
+            value: new_value.to_string(),
+            detail: detail.clone(),
+            anchor: Some(Anchor {
                 edit: primary_sentence.clone(),
                 within: 0..sentence_len,
             }),
-        );
+            polarity: Some("affirmed".to_string()),
+            name: (fact.name != named).then(|| named.clone()),
+        });
     }
     let marker = match to {
         SurgeryTarget::Unresected => resection_regex(),
