@@ -1,11 +1,225 @@
 //! The aggregate stage: judgments in, scores (long format, one row per
 //! estimate) and the report out.
 //!
-//! - [`stats`]: the seeded stratified paired bootstrap (percentile and BCa
-//!   intervals), Spearman's ρ with an exact permutation p-value, Cohen's κ.
+//! [`run`] streams the run's `judgments` once ([`accumulate`]), keeping
+//! per-case sums of every series — one quantity (CSS, CMS, spurious shift,
+//! integration/access failure) of one (subject, mode, judge, intervention) —
+//! then bootstraps every estimate over one shared set of stratified resamples
+//! ([`stats`]), derives the comparisons and agreement statistics
+//! ([`scores`], [`human`]) and writes them all as rows of the `scores` table.
+//!
+//! - CSS is over the CSS families (A–E) only; the spurious-shift rate on the
+//!   negative-control family N sits beside it and is never pooled into it.
+//! - Every estimate gets two rows, `ci_method = percentile` and `bca`.
+//! - Comparisons (`rank_cms`, `rank_css`, `rank_swap`, `spearman_cms_css`,
+//!   `spearman_cms_css_p`, `blind_spot`, `best_css`, `spearman_judges`,
+//!   `kappa`, `kappa_linear`, `kappa_quadratic`, `human_failure_rate`,
+//!   `judge_failure_rate`) are `level = comparison` (or `family`) rows of the
+//!   same table, so a notebook needs one table.
 
 pub mod accumulate;
 pub mod error;
+pub mod human;
+pub mod scores;
 pub mod stats;
+pub mod synthetic;
+
+use std::path::{Path, PathBuf};
+
+use cfeval_schema::{Provenance, ScoreRow, ShardStore, ids};
+use serde::Serialize;
 
 pub use error::{Error, Result};
+
+/// Settings of the aggregate stage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// Bootstrap resamples (default 10,000).
+    pub resamples: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+    /// Confidence level of every interval (default 0.95).
+    pub level: f64,
+    /// A family is a blind spot when every subject's CSS is below this.
+    pub blind_spot_threshold: f64,
+    /// The families CSS is computed over.
+    pub css_families: Vec<String>,
+    /// The negative-control family (spurious-shift rate).
+    pub control_family: String,
+    /// Optional human labels (CSV) to compare the judges with.
+    pub human_labels: Option<PathBuf>,
+    /// Aggregate judgments made under different catalogs.
+    pub allow_mixed_catalogs: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            resamples: 10_000,
+            seed: 0,
+            level: 0.95,
+            blind_spot_threshold: 0.2,
+            css_families: ["A", "B", "C", "D", "E"].map(String::from).to_vec(),
+            control_family: "N".into(),
+            human_labels: None,
+            allow_mixed_catalogs: false,
+        }
+    }
+}
+
+impl Config {
+    fn validate(&self) -> Result<()> {
+        if self.resamples == 0 {
+            return Err(Error::Config("resamples must be at least 1".into()));
+        }
+        if !(self.level > 0.0 && self.level < 1.0) {
+            return Err(Error::Config(format!("level {} is not in (0, 1)", self.level)));
+        }
+        if self.css_families.contains(&self.control_family) {
+            return Err(Error::Config(format!(
+                "the control family {} cannot also be a CSS family",
+                self.control_family
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What one aggregate run did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub run: String,
+    pub judgments: u64,
+    pub judge_errors: u64,
+    pub ignored: u64,
+    pub estimates: usize,
+    pub score_rows: usize,
+    pub scores_dir: PathBuf,
+    pub catalog_hashes: Vec<String>,
+    pub subjects: Vec<String>,
+    pub controls: Vec<String>,
+    pub judges: Vec<String>,
+    pub modes: Vec<String>,
+}
+
+/// The unit of work the scores are committed under (one per run).
+pub const UNIT: &str = "aggregate";
+
+/// Everything the stage computed, before it is written.
+#[derive(Debug, Clone)]
+pub struct Computed {
+    pub rows: Vec<ScoreRow>,
+    pub report: Report,
+    /// Judge → prompt hashes seen.
+    pub prompts: Vec<(String, Vec<String>)>,
+}
+
+/// Computes the score rows of the run in `run_dir` without writing them.
+#[tracing::instrument(skip_all, fields(stage = "aggregate"))]
+pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
+    config.validate()?;
+    let labels = match &config.human_labels {
+        Some(path) => human::read_labels(path)?,
+        None => Vec::new(),
+    };
+    let families = accumulate::Families {
+        css: config.css_families.clone(),
+        control: config.control_family.clone(),
+    };
+    let accumulated = accumulate::accumulate(run_dir, &families, &human::keys(&labels))?;
+    let mut hashes = accumulated.catalog_hashes.iter();
+    if let (Some(first), Some(second)) = (hashes.next(), hashes.next())
+        && !config.allow_mixed_catalogs
+    {
+        return Err(Error::MixedCatalogs {
+            first: first.clone(),
+            second: second.clone(),
+        });
+    }
+    let run = accumulated.run.clone().unwrap_or_default();
+    let layout = scores::layout(&accumulated)?;
+    let specs = scores::specs(
+        &accumulated,
+        &layout,
+        &scores::Families {
+            css: &config.css_families,
+            control: &config.control_family,
+        },
+    );
+    let statistics: Vec<stats::Statistic> = specs.iter().map(|spec| spec.statistic.clone()).collect();
+    let options = stats::Options {
+        resamples: config.resamples,
+        seed: config.seed,
+        level: config.level,
+    };
+    let result = stats::bootstrap(&layout.design, &statistics, &options)?;
+    let mut rows = scores::estimate_rows(&run, &accumulated, &layout, &specs, &result);
+    rows.extend(scores::comparison_rows(
+        &run,
+        &accumulated,
+        &specs,
+        &result,
+        &scores::CompareSettings {
+            css_families: &config.css_families,
+            blind_spot_threshold: config.blind_spot_threshold,
+            level: config.level,
+        },
+    ));
+    rows.extend(human::rows(&run, &accumulated, &labels));
+    let report = Report {
+        run,
+        judgments: accumulated.rows,
+        judge_errors: accumulated.judge_errors,
+        ignored: accumulated.ignored,
+        estimates: specs.len(),
+        score_rows: rows.len(),
+        scores_dir: run_dir.join("scores"),
+        catalog_hashes: accumulated.catalog_hashes.iter().cloned().collect(),
+        subjects: accumulated.subjects.names.clone(),
+        controls: accumulated
+            .is_control
+            .iter()
+            .filter(|(_, control)| **control)
+            .map(|(subject, _)| subject.clone())
+            .collect(),
+        judges: accumulated.judges.names.clone(),
+        modes: accumulated.modes.names.clone(),
+    };
+    let prompts = accumulated
+        .prompts
+        .iter()
+        .map(|(judge, hashes)| (judge.clone(), hashes.iter().cloned().collect()))
+        .collect();
+    Ok(Computed {
+        rows,
+        report,
+        prompts,
+    })
+}
+
+/// Aggregates the run in `run_dir`: writes its `scores` table (replacing the
+/// scores of an earlier aggregate of the same run).
+pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
+    let computed = compute(config, run_dir)?;
+    write_scores(config, run_dir, &computed)?;
+    Ok(computed.report)
+}
+
+/// Commits the score rows as the run's `aggregate` unit.
+pub fn write_scores(config: &Config, run_dir: &Path, computed: &Computed) -> Result<()> {
+    let mut store = ShardStore::open_table::<ScoreRow>(run_dir)?;
+    if store.unit(UNIT).is_some() {
+        store.retire_unit(UNIT)?;
+    }
+    let fingerprint = ids::fingerprint(&(config, &computed.report.catalog_hashes, computed.report.judgments));
+    let mut writer = store.writer(Provenance {
+        run: computed.report.run.clone(),
+        unit: UNIT.into(),
+        fingerprint: fingerprint.clone(),
+        catalog_hash: computed.report.catalog_hashes.first().cloned(),
+    });
+    writer.write_rows(&computed.rows)?;
+    let shards = writer.finish()?;
+    store.mark_complete(UNIT, &fingerprint, &shards)?;
+    Ok(())
+}

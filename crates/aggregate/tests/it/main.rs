@@ -1,4 +1,5 @@
 //! Integration tests of cfeval-aggregate.
 
 mod reference;
+mod run;
 mod simulation;
