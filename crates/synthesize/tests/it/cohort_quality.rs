@@ -56,6 +56,10 @@ fn precision_and_recall_on_a_held_out_seed() {
         "{:?}",
         evaluation.groups.keys().collect::<Vec<_>>()
     );
+    // Every fact of every kind the generator wrote is recovered.
+    for (group, counts) in &evaluation.groups {
+        assert!(counts.recall() >= 0.98, "{group}: recall {:.4}", counts.recall());
+    }
 }
 
 #[test]
