@@ -179,11 +179,6 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         unit: unit.clone(),
         ..Report::default()
     };
-    if judgments.is_complete(&unit, &fingerprint) {
-        report.skipped = true;
-        return Ok(report);
-    }
-
     // Pass 1: baselines, subjects and the catalog lock.
     let mut baselines: HashMap<Key, Baseline> = HashMap::new();
     let mut subjects: BTreeSet<String> = BTreeSet::new();
@@ -206,6 +201,11 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
                 );
             }
         }
+    }
+    // The lock is checked even when there is nothing left to do.
+    if judgments.is_complete(&unit, &fingerprint) {
+        report.skipped = true;
+        return Ok(report);
     }
     // The guard refuses before any judging starts.
     let mut plans: HashMap<String, GuardPlan> = HashMap::new();
