@@ -24,10 +24,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+mod reply;
+mod wire;
+
+use serde_json::Value;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+
+use reply::{Protocol, reply};
+use wire::{Request, error_body, read_request, write_response};
 
 /// One way to answer a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -335,116 +341,6 @@ impl Drop for BackgroundServer {
     }
 }
 
-struct Request {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    close: bool,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    }
-}
-
-const MAX_HEAD: usize = 64 * 1024;
-const MAX_BODY: usize = 64 * 1024 * 1024;
-
-async fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
-    let mut line = String::new();
-    // Skip blank lines between requests.
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(None);
-        }
-        if !line.trim().is_empty() {
-            break;
-        }
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let version = parts.next().unwrap_or_default().to_string();
-    let mut headers = Vec::new();
-    let mut head_size = line.len();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(None);
-        }
-        head_size += line.len();
-        if head_size > MAX_HEAD {
-            return Err(std::io::Error::other("request head too large"));
-        }
-        let trimmed = line.trim_end();
-        if trimmed.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = trimmed.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-        }
-    }
-    let mut request = Request {
-        method,
-        path,
-        close: version == "HTTP/1.0",
-        headers,
-        body: Vec::new(),
-    };
-    if request
-        .header("connection")
-        .is_some_and(|v| v.eq_ignore_ascii_case("close"))
-    {
-        request.close = true;
-    }
-    if request
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
-    {
-        request.body = read_chunked(reader).await?;
-    } else {
-        let length: usize = request
-            .header("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if length > MAX_BODY {
-            return Err(std::io::Error::other("request body too large"));
-        }
-        request.body = vec![0; length];
-        reader.read_exact(&mut request.body).await?;
-    }
-    Ok(Some(request))
-}
-
-async fn read_chunked(reader: &mut BufReader<TcpStream>) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).await?;
-        let size_text = line.trim().split(';').next().unwrap_or_default();
-        let size =
-            usize::from_str_radix(size_text, 16).map_err(|_| std::io::Error::other("bad chunk size"))?;
-        if body.len() + size > MAX_BODY {
-            return Err(std::io::Error::other("request body too large"));
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        reader.read_exact(&mut body[start..]).await?;
-        line.clear();
-        reader.read_line(&mut line).await?; // CRLF after the chunk
-        if size == 0 {
-            return Ok(body);
-        }
-    }
-}
-
 async fn serve_connection(
     stream: TcpStream,
     state: Arc<State>,
@@ -511,39 +407,6 @@ fn pick_fault(state: &State) -> Fault {
         draw -= rate;
     }
     Fault::None
-}
-
-async fn write_response(
-    stream: &mut TcpStream,
-    status: u16,
-    extra_headers: &[(&str, String)],
-    body: &[u8],
-) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        _ => "Internal Server Error",
-    };
-    let mut head = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in extra_headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    let mut bytes = head.into_bytes();
-    bytes.extend_from_slice(body);
-    stream.write_all(&bytes).await
-}
-
-fn error_body(message: &str) -> Vec<u8> {
-    json!({"error": {"message": message, "type": "test_server"}})
-        .to_string()
-        .into_bytes()
 }
 
 /// Answers one request; `Ok(false)` closes the connection.
@@ -669,136 +532,6 @@ async fn answer(
             write_response(stream, 200, &[], out.to_string().as_bytes()).await?;
             counters.answered_ok.fetch_add(1, Ordering::Relaxed);
             Ok(true)
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Protocol {
-    OpenAi,
-    Anthropic,
-}
-
-/// The text of the last user turn (string content or text blocks).
-fn last_user_text(messages: &[Value]) -> String {
-    for message in messages.iter().rev() {
-        if message.get("role").and_then(Value::as_str) != Some("user") {
-            continue;
-        }
-        match message.get("content") {
-            Some(Value::String(text)) => return text.clone(),
-            Some(Value::Array(blocks)) => {
-                let texts: Vec<&str> = blocks
-                    .iter()
-                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .collect();
-                if !texts.is_empty() {
-                    return texts.join("");
-                }
-            }
-            _ => {}
-        }
-    }
-    String::new()
-}
-
-/// Whether any tool result has come back already.
-fn has_tool_result(protocol: Protocol, messages: &[Value]) -> bool {
-    messages.iter().any(|message| match protocol {
-        Protocol::OpenAi => message.get("role").and_then(Value::as_str) == Some("tool"),
-        Protocol::Anthropic => message
-            .get("content")
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| {
-                blocks
-                    .iter()
-                    .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-            }),
-    })
-}
-
-fn reply(
-    protocol: Protocol,
-    body: &Value,
-    model: &str,
-    bad_tool_json: bool,
-    responder: Option<&Responder>,
-) -> Value {
-    let empty = Vec::new();
-    let messages = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
-    let user = last_user_text(messages);
-    let tools = body.get("tools").and_then(Value::as_array).unwrap_or(&empty);
-    let forced = match protocol {
-        Protocol::OpenAi => body["tool_choice"]["function"]["name"].as_str(),
-        Protocol::Anthropic => body["tool_choice"]["name"].as_str(),
-    };
-    let first_tool = tools.first().and_then(|tool| match protocol {
-        Protocol::OpenAi => tool["function"]["name"].as_str(),
-        Protocol::Anthropic => tool["name"].as_str(),
-    });
-    let tool = forced
-        .or(first_tool)
-        .filter(|_| !has_tool_result(protocol, messages));
-    let text = match responder {
-        Some(responder) => responder(model, &user),
-        None => format!("[{model}] {user}"),
-    };
-    let prompt_tokens = (body.to_string().len() / 4) as u64;
-    let arguments = if bad_tool_json {
-        format!("{{\"query\": \"{}", user.replace('"', ""))
-    } else {
-        json!({"query": user}).to_string()
-    };
-    match protocol {
-        Protocol::OpenAi => {
-            let (message, finish) = match tool {
-                Some(name) => (
-                    json!({"role": "assistant", "content": null, "tool_calls": [{
-                        "id": "call_0", "type": "function",
-                        "function": {"name": name, "arguments": arguments}
-                    }]}),
-                    "tool_calls",
-                ),
-                None => (json!({"role": "assistant", "content": text}), "stop"),
-            };
-            json!({
-                "id": "chatcmpl-test",
-                "object": "chat.completion",
-                "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": (text.len() / 4 + 1) as u64,
-                    "total_tokens": prompt_tokens + (text.len() / 4 + 1) as u64,
-                }
-            })
-        }
-        Protocol::Anthropic => {
-            let (content, stop) = match tool {
-                Some(name) => {
-                    // Anthropic sends `input` as an object; broken JSON cannot happen there.
-                    let input = if bad_tool_json {
-                        json!({"query": Value::Null})
-                    } else {
-                        json!({"query": user})
-                    };
-                    (
-                        json!([{"type": "tool_use", "id": "toolu_0", "name": name, "input": input}]),
-                        "tool_use",
-                    )
-                }
-                None => (json!([{"type": "text", "text": text}]), "end_turn"),
-            };
-            json!({
-                "id": "msg_test",
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": content,
-                "stop_reason": stop,
-                "usage": {"input_tokens": prompt_tokens, "output_tokens": (text.len() / 4 + 1) as u64}
-            })
         }
     }
 }
