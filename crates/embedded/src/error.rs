@@ -18,8 +18,14 @@ pub enum Error {
     Load { path: PathBuf, detail: String },
     #[error("the model {path} has no usable chat template: {detail}")]
     Template { path: PathBuf, detail: String },
-    #[error("prompt of {prompt} tokens plus {max_tokens} new tokens exceeds the model's context of {limit} tokens")]
-    ContextTooLong { prompt: usize, max_tokens: u32, limit: u32 },
+    #[error(
+        "prompt of {prompt} tokens plus {max_tokens} new tokens exceeds the model's context of {limit} tokens"
+    )]
+    ContextTooLong {
+        prompt: usize,
+        max_tokens: u32,
+        limit: u32,
+    },
     #[error("invalid grammar: {0}")]
     Grammar(String),
     #[error("unsupported JSON schema at {pointer}: {detail}")]

@@ -70,7 +70,9 @@ impl Builder {
             return Ok(json_literal(value));
         }
         if let Some(values) = object.get("enum") {
-            let values = values.as_array().ok_or_else(|| unsupported("`enum` must be an array"))?;
+            let values = values
+                .as_array()
+                .ok_or_else(|| unsupported("`enum` must be an array"))?;
             if values.is_empty() {
                 return Err(unsupported("`enum` must not be empty"));
             }
@@ -79,7 +81,9 @@ impl Builder {
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(options) = object.get(key) {
-                let options = options.as_array().ok_or_else(|| unsupported("`anyOf` must be an array"))?;
+                let options = options
+                    .as_array()
+                    .ok_or_else(|| unsupported("`anyOf` must be an array"))?;
                 let mut alternatives = Vec::new();
                 for (index, option) in options.iter().enumerate() {
                     alternatives.push(self.visit(
@@ -119,7 +123,9 @@ impl Builder {
             "boolean" => Ok("boolean".into()),
             "null" => Ok("null".into()),
             "array" => {
-                let items = object.get("items").ok_or_else(|| unsupported("arrays need `items`"))?;
+                let items = object
+                    .get("items")
+                    .ok_or_else(|| unsupported("arrays need `items`"))?;
                 let item = self.visit(items, &format!("{pointer}/items"), &format!("{name}-item"))?;
                 let body = match object.get("maxItems").and_then(Value::as_u64) {
                     Some(0) => "\"[\" ws \"]\"".to_string(),
@@ -138,8 +144,11 @@ impl Builder {
                     .ok_or_else(|| unsupported("objects need `properties`"))?;
                 let mut parts = Vec::new();
                 for (key, property) in properties {
-                    let rule =
-                        self.visit(property, &format!("{pointer}/properties/{key}"), &format!("{name}-{key}"))?;
+                    let rule = self.visit(
+                        property,
+                        &format!("{pointer}/properties/{key}"),
+                        &format!("{name}-{key}"),
+                    )?;
                     parts.push(format!("{} ws \":\" ws {rule}", literal(&format!("\"{key}\""))));
                 }
                 let body = if parts.is_empty() {
@@ -171,10 +180,19 @@ mod tests {
         });
         let grammar = json_schema_to_gbnf(&schema).expect("grammar");
         assert!(grammar.starts_with("root ::= value\n"), "{grammar}");
-        assert!(grammar.contains(r#"value-score ::= "0.0" | "0.5" | "1.0""#), "{grammar}");
-        assert!(grammar.contains(r#"value-label ::= "\"ignored\"" | "\"updated_correct\"""#), "{grammar}");
+        assert!(
+            grammar.contains(r#"value-score ::= "0.0" | "0.5" | "1.0""#),
+            "{grammar}"
+        );
+        assert!(
+            grammar.contains(r#"value-label ::= "\"ignored\"" | "\"updated_correct\"""#),
+            "{grammar}"
+        );
         assert!(grammar.contains("char{0,40}"), "{grammar}");
-        assert!(grammar.contains(r#""\"score\"" ws ":" ws value-score"#), "{grammar}");
+        assert!(
+            grammar.contains(r#""\"score\"" ws ":" ws value-score"#),
+            "{grammar}"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! Everything here is blocking and CPU-bound: async callers run it on a
 //! blocking thread pool (`tokio::task::spawn_blocking`), never on the runtime.
 
+mod backend;
 mod error;
 pub mod grammar;
 
@@ -27,6 +28,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 
+pub use backend::EmbeddedBackend;
 pub use error::{Error, Result};
 
 /// Where the default model lives inside its PyPI package.
@@ -164,9 +166,11 @@ impl EmbeddedModel {
         }
         let backend = backend()?;
         let model =
-            LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).map_err(|error| Error::Load {
-                path: path.to_path_buf(),
-                detail: error.to_string(),
+            LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).map_err(|error| {
+                Error::Load {
+                    path: path.to_path_buf(),
+                    detail: error.to_string(),
+                }
             })?;
         let template = model.chat_template(None).map_err(|error| Error::Template {
             path: path.to_path_buf(),
@@ -236,11 +240,16 @@ impl EmbeddedModel {
             .with_n_threads(self.options.threads)
             .with_n_threads_batch(self.options.threads);
         let mut context = {
-            let _guard = self.context_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            self.model.new_context(backend()?, params).map_err(|error| Error::Inference {
-                doing: "creating a context",
-                detail: error.to_string(),
-            })?
+            let _guard = self
+                .context_lock
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            self.model
+                .new_context(backend()?, params)
+                .map_err(|error| Error::Inference {
+                    doing: "creating a context",
+                    detail: error.to_string(),
+                })?
         };
         let mut sampler = self.sampler(request)?;
 
@@ -281,10 +290,12 @@ impl EmbeddedModel {
             bytes.extend(vocab.token_to_piece(token, false, None));
             completion_tokens += 1;
             batch.clear();
-            batch.add(token, position as i32, &[0], true).map_err(|error| Error::Inference {
-                doing: "adding a generated token",
-                detail: error.to_string(),
-            })?;
+            batch
+                .add(token, position as i32, &[0], true)
+                .map_err(|error| Error::Inference {
+                    doing: "adding a generated token",
+                    detail: error.to_string(),
+                })?;
             position += 1;
             context.decode(&mut batch).map_err(|error| Error::Inference {
                 doing: "generating",
@@ -305,7 +316,8 @@ impl EmbeddedModel {
         let mut chain = Vec::new();
         if let Some(grammar) = &request.grammar {
             chain.push(
-                LlamaSampler::grammar(&self.model, grammar, "root").map_err(|error| Error::Grammar(error.to_string()))?,
+                LlamaSampler::grammar(&self.model, grammar, "root")
+                    .map_err(|error| Error::Grammar(error.to_string()))?,
             );
         }
         if request.temperature > 0.0 {

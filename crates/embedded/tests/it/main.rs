@@ -29,7 +29,10 @@ fn ask(question: &str, grammar: Option<String>) -> cfeval_embedded::Generation {
 
 #[test]
 fn answers_a_real_prompt_deterministically() {
-    assert!(default_model_path().is_file(), "run `bash scripts/install.sh` to fetch the model");
+    assert!(
+        default_model_path().is_file(),
+        "run `bash scripts/install.sh` to fetch the model"
+    );
     let question = "A patient has HER2-positive metastatic breast cancer. Name one HER2-targeted drug.";
     let first = ask(question, None);
     assert!(first.prompt_tokens > 10);
@@ -68,16 +71,25 @@ fn grammar_constrained_output_is_valid_json_of_the_schema() {
     let score = verdict["score"].as_f64().expect("score is a number");
     assert!([0.0, 0.5, 1.0].contains(&score), "{verdict}");
     let label = verdict["label"].as_str().expect("label");
-    assert!(["ignored", "acknowledged_unchanged", "updated_correct"].contains(&label), "{verdict}");
+    assert!(
+        ["ignored", "acknowledged_unchanged", "updated_correct"].contains(&label),
+        "{verdict}"
+    );
     assert!(verdict["rationale"].is_string());
 }
 
 #[test]
 fn a_missing_model_file_is_a_clear_error() {
-    let error = EmbeddedModel::load(std::path::Path::new("/nonexistent/model.gguf"), Options::default())
-        .expect_err("missing");
+    let error = EmbeddedModel::load(
+        std::path::Path::new("/nonexistent/model.gguf"),
+        Options::default(),
+    )
+    .expect_err("missing");
     let message = error.to_string();
-    assert!(message.contains("/nonexistent/model.gguf") && message.contains("install.sh"), "{message}");
+    assert!(
+        message.contains("/nonexistent/model.gguf") && message.contains("install.sh"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -92,5 +104,8 @@ fn an_overlong_prompt_is_refused_before_running() {
             grammar: None,
         })
         .expect_err("too long");
-    assert!(error.to_string().contains("exceeds the model's context"), "{error}");
+    assert!(
+        error.to_string().contains("exceeds the model's context"),
+        "{error}"
+    );
 }
