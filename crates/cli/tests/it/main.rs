@@ -1,5 +1,6 @@
 //! Integration tests of the `cfeval` binary.
 
 mod inspect;
+mod judge;
 mod python_readers;
 mod support;
