@@ -197,11 +197,12 @@ fn controls_through_the_rule_judge_on_the_224_case_cohort() {
 /// disagree (see the judge crate's README notes): D1 expects chemoradiation
 /// or systemic therapy where the table sends unresected early disease to
 /// surgery; D2 expects adjuvant therapy where the table says surveillance;
-/// A1/A2/C1 flip markers the table ignores at that stage; B1 on a case
-/// already after progression; B2 in melanoma (the table recommends
-/// ipilimumab after anti-PD-1).
+/// A1/A2/A3/C1/C2 flip or strip markers the table ignores at that stage or
+/// setting (the reference's text is then identical); B1 on a case already
+/// after progression; B2 in melanoma (the table recommends ipilimumab after
+/// anti-PD-1).
 #[test]
-#[ignore = "catalog/guideline-table conflicts keep reference CSS at 0.744 (measured 03:40 UTC)"]
+#[ignore = "catalog/guideline-table conflicts keep reference CSS at 0.725 (measured 03:50 UTC)"]
 fn reference_and_blind_surgery_css_meet_the_bar() {
     let figures = control_figures();
     assert!(
