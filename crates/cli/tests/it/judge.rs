@@ -194,7 +194,7 @@ fn controls_through_the_rule_judge_on_the_224_case_cohort() {
 
 /// The bar for the reference control. It fails today on tuples where
 /// the catalog's machine-checkable expectation and the guideline rule table
-/// disagree (see the judge crate's README notes): D1 expects chemoradiation
+/// disagree: D1 expects chemoradiation
 /// or systemic therapy where the table sends unresected early disease to
 /// surgery; D2 expects adjuvant therapy where the table says surveillance;
 /// A1/A2/A3/C1/C2 flip or strip markers the table ignores at that stage or
