@@ -231,7 +231,9 @@ fn status_regex() -> &'static Regex {
          |(?P<high>high)\b
          |(?P<low>low)\b
          |(?P<ihc>[0-3]\+|0\b)
-         |(?P<pct>[<>≥≤]?\ ?\d{1,3}(?:\.\d+)?\ ?%)
+         |(?P<pct>[<>≥≤]?\ ?\d{1,3}(?:\.\d+)?\ ?%|\d{1,3}\b)
+         |(?P<notexp>not\ expressed|no\ expression)
+         |(?P<clone>\((?:22C3|SP263|SP142|28-8|clone\ [^)]*)\))
          |allred(?:\ score)?(?:\ of)?\ (?P<allred>[0-8])\b
          |(?P<mod>strongly|weakly|focally|diffusely|moderately)\b
          |(?P<ish>fish|sish|cish|ish|dual-probe\ ish)\b
@@ -282,9 +284,20 @@ fn read_status(text: &str, start: usize, end: usize) -> (Range<usize>, Vec<Token
                 Some(after_comma)
                     if {
                         let lower = after_comma.trim_start().to_ascii_lowercase();
-                        ["fish", "ish", "sish", "cish", "by "]
-                            .iter()
-                            .any(|word| lower.starts_with(word))
+                        [
+                            "fish",
+                            "ish",
+                            "sish",
+                            "cish",
+                            "by ",
+                            "tps",
+                            "cps",
+                            "tumor proportion",
+                            "tumour proportion",
+                            "combined positive",
+                        ]
+                        .iter()
+                        .any(|word| lower.starts_with(word))
                     } =>
                 {
                     after_comma
@@ -343,6 +356,10 @@ fn read_status(text: &str, start: usize, end: usize) -> (Range<usize>, Vec<Token
                 Some(TokenKind::Percent(value))
             } else if let Some(score) = captures.name("allred") {
                 Some(TokenKind::Allred(score.as_str().as_bytes()[0] - b'0'))
+            } else if captures.name("notexp").is_some() {
+                Some(TokenKind::Word(Status::Negative))
+            } else if captures.name("clone").is_some() {
+                None
             } else if captures.name("mod").is_some() {
                 Some(TokenKind::Modifier)
             } else if captures.name("ish").is_some() {
@@ -829,9 +846,13 @@ fn deletion_for(
     if let Some(found) = after_sep.find(after)
         && mention.end + found.end() < sentence.end
     {
-        let next = &text[mention.end + found.end()..sentence.end];
+        let next_start = mention.end + found.end();
+        let next = &text[next_start..sentence.end];
+        let fact_next = chart.case.facts.iter().any(|fact| {
+            fact.kind == "biomarker" && !is_target(fact) && (fact.span_start as usize) == next_start
+        });
         if next.starts_with(|c: char| c.is_alphanumeric())
-            && aliases(next).first().is_some_and(|alias| alias.range.start == 0)
+            && (fact_next || aliases(next).first().is_some_and(|alias| alias.range.start == 0))
         {
             return Ok(mention.start..mention.end + found.end());
         }
@@ -843,8 +864,13 @@ fn deletion_for(
             let tail = &prior[alias.range.end..];
             tail.len() < 40 && !tail.contains(',')
         });
-        if ends_with_marker {
-            return Ok(sentence.start + found.start()..mention.end);
+        let separator = sentence.start + found.start();
+        let fact_before = chart.case.facts.iter().any(|fact| {
+            let end = fact.span_end as usize;
+            fact.kind == "biomarker" && !is_target(fact) && end <= separator && separator - end <= 24
+        });
+        if ends_with_marker || fact_before {
+            return Ok(separator..mention.end);
         }
     }
     // The whole sentence, when it says nothing else.

@@ -17,7 +17,7 @@ fn group_regex() -> &'static Regex {
     static CELL: OnceLock<Regex> = OnceLock::new();
     re(
         &CELL,
-        r"(?i)\bstage\s+(?P<group>IV|I{1,3}|[1-4])(?P<sub>[ABC][12]?)?\b",
+        r"(?i)\bstage\s+(?:group\s+)?(?P<group>IV|I{1,3}|[1-4])(?P<sub>[ABC][12]?)?\b",
     )
 }
 
@@ -233,32 +233,48 @@ fn down_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotAppli
     static CLAUSE: OnceLock<Regex> = OnceLock::new();
     let clause = re(
         &CLAUSE,
-        r"(?xi),?\s*(?:and\s+|with\s+)?(?:multiple\s+|numerous\s+|several\s+|innumerable\s+|scattered\s+|bilobar\s+|a\s+solitary\s+|solitary\s+)?(?:liver|hepatic|lung|pulmonary|bone|osseous|brain|peritoneal|adrenal|distant)\s+metastas[ie]s(?:\s+(?:to|in)\s+the\s+\w+)?",
+        r"(?xi)
+        ,?\s*(?:and\s+|with\s+)?(?:widely\s+)?metastatic\ +(?:to\ +(?:the\ +)?[\w\ -]*\w|\([^)]*\))
+        |,?\s*(?:and\s+|with\s+)?(?:multiple\s+|numerous\s+|several\s+|innumerable\s+|scattered\s+|bilobar\s+|a\s+solitary\s+|solitary\s+|distant\s+)?
+          (?:(?:liver|hepatic|lung|pulmonary|bone|osseous|brain|peritoneal|peritoneum|adrenal|distant|nodal|subcutaneous|soft\s+tissue|tissue|pleural|contralateral\s+lung)(?:\ +and\ +|,\ *|\ +)){0,3}
+          metastas[ie]s(?:\ +(?:to|in)\ +(?:the\ +)?[\w\ -]*\w)?",
     );
-    let mut negative_statement: Option<Range<usize>> = None;
+    // Whole sentences about metastases (no other fact) and clauses of
+    // sentences that carry other facts; the first becomes the statement that
+    // there are no distant metastases, the rest go.
+    let mut whole: Vec<Range<usize>> = Vec::new();
+    let mut clauses: Vec<Range<usize>> = Vec::new();
     for sentence in &chart.sentences {
-        if outcome.plan.touches(sentence) {
-            continue;
-        }
         let slice = &chart.text[sentence.clone()];
         if !metastasis.is_match(slice) {
             continue;
         }
-        let carries = chart.other_facts_in(sentence, |fact| fact.kind == "metastatic");
-        if carries.is_none() {
-            if negative_statement.is_none() {
-                negative_statement = Some(sentence.clone());
-            } else {
-                outcome
-                    .plan
-                    .push(text::deletion_range(chart.text, sentence), "")?;
-            }
+        if !outcome.plan.touches(sentence)
+            && chart
+                .other_facts_in(sentence, |fact| fact.kind == "metastatic")
+                .is_none()
+        {
+            whole.push(sentence.clone());
             continue;
         }
         let mut left = slice.to_string();
         for found in clause.find_iter(slice) {
+            if found.as_str().is_empty() {
+                continue;
+            }
             let range = sentence.start + found.start()..sentence.start + found.end();
-            outcome.plan.push(range, "")?;
+            if let Some(fact) = chart.case.facts.iter().find(|fact| {
+                let span = Chart::span(fact);
+                fact.kind != "metastatic" && span.start < range.end && range.start < span.end
+            }) {
+                return Err(format!(
+                    "{} overlaps the span of {} {}",
+                    chart.quote(&range),
+                    fact.kind,
+                    fact.name
+                ));
+            }
+            clauses.push(range);
             left = left.replacen(found.as_str(), "", 1);
         }
         if let Some(found) = metastasis.find(&left) {
@@ -269,23 +285,52 @@ fn down_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotAppli
             ));
         }
     }
+    let metastatic_facts: Vec<usize> = chart
+        .facts()
+        .filter(|(_, fact)| fact.kind == "metastatic")
+        .map(|(index, _)| index)
+        .collect();
     let statement = "There is no evidence of distant metastatic disease.";
-    if let Some(sentence) = negative_statement {
-        outcome.plan.push(sentence.clone(), statement)?;
-        for (index, fact) in chart.facts() {
-            if fact.kind == "metastatic" {
-                let anchor = Anchor {
-                    edit: sentence.clone(),
-                    within: 0..statement.len(),
-                };
-                super::set_status(outcome, fact, index, "false", None, Some(anchor));
+    let clause_statement = ", with no distant metastases";
+    let placement = if metastatic_facts.is_empty() {
+        None
+    } else if let Some(first) = whole.first() {
+        outcome.plan.push(first.clone(), statement)?;
+        Some(Anchor {
+            edit: first.clone(),
+            within: 0..statement.len(),
+        })
+    } else if let Some(first) = clauses.first() {
+        outcome.plan.push(first.clone(), clause_statement)?;
+        Some(Anchor {
+            edit: first.clone(),
+            within: 2..clause_statement.len(),
+        })
+    } else {
+        return Err("the metastatic fact is not in a statement this edit can rewrite".into());
+    };
+    for sentence in &whole {
+        if placement.as_ref().is_none_or(|anchor| anchor.edit != *sentence) {
+            outcome
+                .plan
+                .push(text::deletion_range(chart.text, sentence), "")?;
+        }
+    }
+    for range in &clauses {
+        if placement.as_ref().is_none_or(|anchor| anchor.edit != *range) {
+            outcome.plan.push(range.clone(), "")?;
+        }
+    }
+    if let Some(anchor) = placement {
+        for (position, &index) in metastatic_facts.iter().enumerate() {
+            let fact = &chart.case.facts[index];
+            if position == 0 {
+                super::set_status(outcome, fact, index, "false", None, Some(anchor.clone()));
+            } else {
+                // One statement now says it; the extra mentions are gone.
+                outcome.changes.push(super::FactChange::Remove { index });
             }
         }
-    } else if let Some((_, fact)) = chart.facts().find(|(_, fact)| fact.kind == "metastatic") {
-        return Err(format!(
-            "the metastatic fact {} sits in a sentence that carries other facts",
-            chart.quote(&Chart::span(fact))
-        ));
     }
     static FRAMING: OnceLock<Regex> = OnceLock::new();
     let framing = re(&FRAMING, r"(?i)\b(?:metastatic|palliative)\b");
