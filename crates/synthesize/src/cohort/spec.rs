@@ -111,7 +111,7 @@ fn marker(name: &'static str, value: &'static str) -> Marker {
 pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
     let stage_weights: &[(u32, f64)] = match cancer {
         Cancer::Pancreatic => &[(1, 0.12), (2, 0.25), (3, 0.2), (4, 0.43)],
-        Cancer::Nsclc | Cancer::Melanoma => &[(1, 0.13), (2, 0.2), (3, 0.22), (4, 0.45)],
+        Cancer::Nsclc | Cancer::Melanoma | Cancer::Gastric => &[(1, 0.13), (2, 0.2), (3, 0.22), (4, 0.45)],
         _ => &[(1, 0.15), (2, 0.27), (3, 0.25), (4, 0.33)],
     };
     let stage = *rng.weighted(stage_weights);
@@ -394,7 +394,14 @@ fn draw_lines(
         }
         return lines;
     }
-    let count = *rng.weighted(&[(0, 0.12), (1, 0.5), (2, 0.38)]);
+    // PD-L1 decides first-line therapy in NSCLC, gastric cancer and
+    // melanoma: more of those cases sit before any progression.
+    let pdl1_decides = matches!(cancer, Cancer::Nsclc | Cancer::Gastric | Cancer::Melanoma);
+    let count = if pdl1_decides {
+        *rng.weighted(&[(0, 0.3), (1, 0.5), (2, 0.2)])
+    } else {
+        *rng.weighted(&[(0, 0.12), (1, 0.5), (2, 0.38)])
+    };
     let first_pool = first_line_regimens(cancer, markers);
     let second_pool = second_line_regimens(cancer, markers);
     for index in 0..count {
