@@ -28,22 +28,34 @@ fn peak_rss_mib() -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).filter(|arg| !arg.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .collect();
     let (Some(command), Some(dir)) = (args.first(), args.get(1)) else {
         eprintln!("usage: aggregate (generate|run) DIR   (cargo bench runs nothing without arguments)");
         return Ok(());
     };
     let dir = PathBuf::from(dir);
-    let replicates: usize = std::env::var("CFEVAL_BENCH_REPLICATES").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let replicates: usize = std::env::var("CFEVAL_BENCH_REPLICATES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
     match command.as_str() {
         "generate" => {
             let shape = Shape::standard(224, replicates, 2);
             let start = Instant::now();
             let rows = write_judgments(&shape, &dir)?;
-            println!("{{\"generated_rows\": {rows}, \"seconds\": {:.3}}}", start.elapsed().as_secs_f64());
+            println!(
+                "{{\"generated_rows\": {rows}, \"seconds\": {:.3}}}",
+                start.elapsed().as_secs_f64()
+            );
         }
         "run" => {
-            let resamples: usize = std::env::var("CFEVAL_BENCH_RESAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+            let resamples: usize = std::env::var("CFEVAL_BENCH_RESAMPLES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(10_000);
             let config = Config {
                 resamples,
                 ..Config::default()

@@ -1,5 +1,6 @@
 //! Integration tests of cfeval-aggregate.
 
+mod notebook;
 mod reference;
 mod run;
 mod simulation;
