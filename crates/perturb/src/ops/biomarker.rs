@@ -728,7 +728,7 @@ fn flipped(
         TokenKind::Amplification(_) => Some(keep_case(if to_positive {
             "amplification"
         } else {
-            "no amplification"
+            "non-amplified"
         })),
         TokenKind::Overexpressed(_) => Some(keep_case(if to_positive {
             "overexpressed"
