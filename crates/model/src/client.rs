@@ -223,6 +223,11 @@ impl ModelClient {
     ///
     /// Every call ends either with a response or with a terminal error, and each
     /// network-made call (success or terminal error) is journaled exactly once.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subject = %self.identity().subject, tag = tag.unwrap_or_default())
+    )]
     pub async fn chat_tagged(&self, request: &ChatRequest, tag: Option<&str>) -> Result<Completion> {
         let result = self.chat_inner(request, tag).await;
         let counters = &self.inner.counters;
