@@ -131,7 +131,11 @@ fn random_cohorts_round_trip() {
         for failure in failures.iter().take(4) {
             eprintln!("seed {seed}: {failure}");
         }
-        assert!(failures.is_empty(), "seed {seed}: {} round-trip failures", failures.len());
+        assert!(
+            failures.is_empty(),
+            "seed {seed}: {} round-trip failures",
+            failures.len()
+        );
         assert!(counts.values().map(|(applicable, _)| applicable).sum::<usize>() > 0);
     }
 }
