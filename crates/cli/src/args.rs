@@ -96,18 +96,56 @@ pub enum Mode {
 pub struct InferArgs {
     #[arg(long)]
     pub run: PathBuf,
+    /// `provider/model` (`openai/gpt-5`, `anthropic/claude-opus-4-7`, `xai/grok-4`,
+    /// `vllm/<model>`, `embedded/smollm2-135m`) or a control (`control/reference`,
+    /// `control/constant`, `control/blind-surgery`, `control/erratic`).
     #[arg(long)]
     pub subject: String,
     #[arg(long, value_enum, default_value_t = Mode::SingleShot)]
     pub mode: Mode,
+    /// Overrides the provider's base URL (e.g. a local vLLM server).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Only these families (A–E, N; repeatable). The baseline always runs.
+    #[arg(long = "family")]
+    pub families: Vec<String>,
+    /// Run one slice `i/n` of the variants.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Calls in flight at once.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: u32,
+    /// Agent steps (model calls) before the agent is stopped.
+    #[arg(long, default_value_t = 8)]
+    pub max_steps: u32,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The response cache (default: RUN/cache).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub allow_mixed_catalogs: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct JudgeArgs {
     #[arg(long)]
     pub run: PathBuf,
+    /// `rule` (offline, deterministic) or a model (`openai/gpt-5`,
+    /// `anthropic/claude-opus-4-7`, `embedded/smollm2-135m`, …).
     #[arg(long)]
     pub judge: String,
+    /// The judge for subjects of the judge's own model family (self-preference
+    /// guard); also read from CFEVAL_JUDGE_FALLBACK.
+    #[arg(long)]
+    pub fallback: Option<String>,
+    /// Overrides the judge model's base URL.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long)]
+    pub allow_mixed_catalogs: bool,
 }
 
 #[derive(Debug, Args)]

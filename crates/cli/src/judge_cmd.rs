@@ -15,9 +15,13 @@ use crate::subjects::{ModelSettings, model_client};
 /// (e.g. `anthropic/claude-opus-4-7` when judging with `openai/gpt-5.4`).
 pub const FALLBACK_ENV: &str = "CFEVAL_JUDGE_FALLBACK";
 
-fn llm_judge(name: &str, run: &std::path::Path) -> anyhow::Result<Box<LlmJudge>> {
-    let client = model_client(name, run, &ModelSettings::default())
-        .with_context(|| format!("building the client of judge {name}"))?;
+fn llm_judge(name: &str, run: &std::path::Path, base_url: Option<String>) -> anyhow::Result<Box<LlmJudge>> {
+    let settings = ModelSettings {
+        base_url,
+        ..ModelSettings::default()
+    };
+    let client =
+        model_client(name, run, &settings).with_context(|| format!("building the client of judge {name}"))?;
     Ok(Box::new(LlmJudge::new(name, Arc::new(client))?))
 }
 
@@ -32,16 +36,22 @@ pub fn judge(args: &JudgeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 args.judge
             );
         }
-        let fallback = match std::env::var(FALLBACK_ENV) {
-            Ok(name) if !name.trim().is_empty() => Some(llm_judge(name.trim(), &args.run)?),
-            _ => None,
+        let fallback = args
+            .fallback
+            .clone()
+            .or_else(|| std::env::var(FALLBACK_ENV).ok())
+            .filter(|name| !name.trim().is_empty());
+        let fallback = match fallback {
+            Some(name) => Some(llm_judge(name.trim(), &args.run, None)?),
+            None => None,
         };
         Judge::Llm {
-            judge: llm_judge(&args.judge, &args.run)?,
+            judge: llm_judge(&args.judge, &args.run, args.base_url.clone())?,
             fallback,
         }
     };
-    let config = Config::new(run_name(&args.run))?;
+    let mut config = Config::new(run_name(&args.run))?;
+    config.allow_mixed_catalogs = args.allow_mixed_catalogs;
     let report = cfeval_judge::run(&config, &judge, &args.run)
         .with_context(|| format!("judge {} failed for run {}", args.judge, args.run.display()))?;
     tracing::info!(?report, "judge finished");

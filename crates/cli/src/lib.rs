@@ -4,8 +4,14 @@
 //! Logs go to stderr through `tracing` (`RUST_LOG`); stdout carries data only.
 //! On error the process exits non-zero after one line naming the cause.
 
+mod aggregate_cmd;
 mod args;
+mod infer_cmd;
 mod inspect;
+mod judge_cmd;
+mod perturb_cmd;
+mod subjects;
+mod synthesize_cmd;
 
 use std::process::ExitCode;
 
@@ -42,13 +48,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Show(args) => inspect::show(&args, &mut std::io::stdout().lock()),
         Command::Status(args) => inspect::status(&args, &mut std::io::stdout().lock()),
-        Command::Cohort(_) => not_yet("cohort", 3),
-        Command::Synthesize(_) => not_yet("synthesize", 3),
-        Command::Perturb(_) => not_yet("perturb", 4),
-        Command::Catalog(_) => not_yet("catalog check", 4),
-        Command::Infer(_) => not_yet("infer", 5),
-        Command::Judge(_) => not_yet("judge", 6),
-        Command::Aggregate(_) => not_yet("aggregate", 7),
+        Command::Cohort(args) => synthesize_cmd::cohort(&args, &mut std::io::stdout().lock()),
+        Command::Synthesize(args) => synthesize_cmd::synthesize(&args, &mut std::io::stdout().lock()),
+        Command::Perturb(args) => perturb_cmd::perturb(&args, &mut std::io::stdout().lock()),
+        Command::Catalog(args) => perturb_cmd::catalog(&args, &mut std::io::stdout().lock()),
+        Command::Infer(args) => infer_cmd::infer(&args, &mut std::io::stdout().lock()),
+        Command::Judge(args) => judge_cmd::judge(&args, &mut std::io::stdout().lock()),
+        Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),
         Command::Run(_) => not_yet("run", 8),
     }
 }

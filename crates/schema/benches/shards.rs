@@ -21,7 +21,10 @@ fn peak_rss_mib() -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let rows: u64 = std::env::var("CFEVAL_BENCH_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let rows: u64 = std::env::var("CFEVAL_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     let dir = std::env::var_os("CFEVAL_BENCH_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(std::env::temp_dir)
@@ -30,7 +33,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let start = Instant::now();
     let store = ShardStore::open_table::<JudgmentRow>(&dir)?;
-    let mut writer = store.writer(Provenance { run: "bench".into(), unit: "all".into(), ..Default::default() });
+    let mut writer = store.writer(Provenance {
+        run: "bench".into(),
+        unit: "all".into(),
+        ..Default::default()
+    });
     writer.write_rows(&data)?;
     let entries = writer.finish()?;
     let write = start.elapsed().as_secs_f64();

@@ -28,7 +28,12 @@ fn fact(i: u64, text: &str) -> Fact {
     Fact {
         kind: "biomarker".into(),
         name: "HER2".into(),
-        value: if i.is_multiple_of(2) { "positive" } else { "negative" }.into(),
+        value: if i.is_multiple_of(2) {
+            "positive"
+        } else {
+            "negative"
+        }
+        .into(),
         polarity: "affirmed".into(),
         certainty: "certain".into(),
         detail: i.is_multiple_of(3).then(|| "IHC 3+".to_string()),

@@ -49,7 +49,10 @@ fn pyarrow_polars_and_duckdb_read_every_table() {
             .iter()
             .map(|field| serde_json::json!([field.name(), kind(field.data_type())]))
             .collect();
-        expected.insert(table.dir_name().into(), serde_json::json!({"columns": columns, "rows": SAMPLE_ROWS}));
+        expected.insert(
+            table.dir_name().into(),
+            serde_json::json!({"columns": columns, "rows": SAMPLE_ROWS}),
+        );
     }
     let expected_path = dir.path().join("expected.json");
     std::fs::write(&expected_path, serde_json::to_vec(&expected).expect("json")).expect("write");
@@ -65,5 +68,9 @@ fn pyarrow_polars_and_duckdb_read_every_table() {
         "python readers failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(stdout.lines().filter(|line| line.contains("agree")).count(), TableName::ALL.len(), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|line| line.contains("agree")).count(),
+        TableName::ALL.len(),
+        "{stdout}"
+    );
 }

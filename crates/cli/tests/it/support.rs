@@ -7,12 +7,18 @@ use cfeval_schema::{Provenance, ShardStore, StoreOptions, Table, TableName, samp
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
 }
 
 /// Runs `cfeval` with `args`.
 pub fn cfeval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cfeval")).args(args).output().expect("run cfeval")
+    Command::new(env!("CARGO_BIN_EXE_cfeval"))
+        .args(args)
+        .output()
+        .expect("run cfeval")
 }
 
 fn write<T: Table>(run: &Path, table: TableName, rows: Vec<T>) {
@@ -20,7 +26,10 @@ fn write<T: Table>(run: &Path, table: TableName, rows: Vec<T>) {
         &run.join(table.dir_name()),
         table.dir_name(),
         T::schema(),
-        StoreOptions { target_shard_bytes: 16 * 1024, ..StoreOptions::default() },
+        StoreOptions {
+            target_shard_bytes: 16 * 1024,
+            ..StoreOptions::default()
+        },
     )
     .expect("open store");
     let mut writer = store.writer(Provenance {
@@ -40,10 +49,34 @@ pub const SAMPLE_ROWS: u64 = 600;
 
 /// Writes `SAMPLE_ROWS` rows of every table into `run`.
 pub fn write_sample_run(run: &Path) {
-    write(run, TableName::Cases, (0..SAMPLE_ROWS).map(sample::case).collect());
-    write(run, TableName::CasesQuarantine, (0..SAMPLE_ROWS).map(sample::quarantine).collect());
-    write(run, TableName::Variants, (0..SAMPLE_ROWS).map(sample::variant).collect());
-    write(run, TableName::Responses, (0..SAMPLE_ROWS).map(sample::response).collect());
-    write(run, TableName::Judgments, (0..SAMPLE_ROWS).map(sample::judgment).collect());
-    write(run, TableName::Scores, (0..SAMPLE_ROWS).map(sample::score).collect());
+    write(
+        run,
+        TableName::Cases,
+        (0..SAMPLE_ROWS).map(sample::case).collect(),
+    );
+    write(
+        run,
+        TableName::CasesQuarantine,
+        (0..SAMPLE_ROWS).map(sample::quarantine).collect(),
+    );
+    write(
+        run,
+        TableName::Variants,
+        (0..SAMPLE_ROWS).map(sample::variant).collect(),
+    );
+    write(
+        run,
+        TableName::Responses,
+        (0..SAMPLE_ROWS).map(sample::response).collect(),
+    );
+    write(
+        run,
+        TableName::Judgments,
+        (0..SAMPLE_ROWS).map(sample::judgment).collect(),
+    );
+    write(
+        run,
+        TableName::Scores,
+        (0..SAMPLE_ROWS).map(sample::score).collect(),
+    );
 }

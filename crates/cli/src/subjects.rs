@@ -1,0 +1,86 @@
+//! Building subjects (and judge models) from their names.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use cfeval_embedded::{EmbeddedBackend, Options};
+use cfeval_infer::{Control, Subject};
+use cfeval_model::{Blocking, Journal, Limits, ModelClient, PriceTable, ResponseCache, SubjectSpec};
+
+/// How to reach a model subject.
+#[derive(Debug, Clone, Default)]
+pub struct ModelSettings {
+    pub base_url: Option<String>,
+    pub cache_dir: Option<std::path::PathBuf>,
+    pub journal: Option<std::path::PathBuf>,
+    pub limits: Option<Limits>,
+}
+
+fn file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A model client for `name` (`provider/model` or `embedded/<model>`), with
+/// the run's response cache and call journal.
+pub fn model_client(name: &str, run_dir: &Path, settings: &ModelSettings) -> anyhow::Result<ModelClient> {
+    let cache_dir = settings
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| run_dir.join("cache"));
+    let cache = ResponseCache::open(&cache_dir, true)
+        .with_context(|| format!("opening the response cache {}", cache_dir.display()))?;
+    let journal_path = settings
+        .journal
+        .clone()
+        .unwrap_or_else(|| run_dir.join("journal").join(format!("{}.jsonl", file_name(name))));
+    let (journal, recovery) = Journal::open(&journal_path, true)?;
+    tracing::debug!(?recovery, journal = %journal_path.display(), "opened call journal");
+    let builder = if let Some(model) = name.strip_prefix("embedded/") {
+        let backend = EmbeddedBackend::load(model, None, Options::default())?;
+        // CPU-bound and already using every core: one call at a time, and no
+        // network-style timeouts on a slow machine.
+        let limits = settings.limits.clone().unwrap_or(Limits {
+            max_concurrency: 1,
+            adaptive: false,
+            attempt_timeout_secs: 3600.0,
+            total_timeout_secs: 3600.0,
+            max_attempts: 1,
+            ..Limits::default()
+        });
+        ModelClient::builder(Arc::new(Blocking::new(backend))).limits(limits)
+    } else {
+        let mut spec = SubjectSpec::new(name);
+        spec.base_url = settings.base_url.clone();
+        if let Some(limits) = &settings.limits {
+            spec.limits = limits.clone();
+        }
+        let config = spec.resolve()?;
+        let prices = PriceTable::bundled()?;
+        ModelClient::from_config(config, Some(&prices))?
+    };
+    Ok(builder.cache(cache).journal(journal).build()?)
+}
+
+/// The subject named `name`.
+pub fn subject(name: &str, run_dir: &Path, settings: &ModelSettings) -> anyhow::Result<Subject> {
+    if name.starts_with("control/") {
+        let guidelines = cfeval_guidelines::Guidelines::builtin()?;
+        return Ok(Subject::Control(Control::parse(name, guidelines)?));
+    }
+    let client = model_client(name, run_dir, settings)?;
+    let native_tools = !name.starts_with("embedded/");
+    Ok(Subject::Model {
+        name: name.to_string(),
+        client,
+        native_tools,
+    })
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The main job on a fresh machine: install what is missing, build, and run the
+# demo evaluation end to end on the embedded model and the control subjects.
+#
+#   bash scripts/demo.sh [RUN_DIR]      (default: runs/demo)
+#
+# Until the pipeline driver (`cfeval run pipelines/demo.toml`) lands, this
+# script runs the stages one by one; every stage resumes where it stopped.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+run=${1:-runs/demo}
+cases=${CFEVAL_DEMO_CASES:-12}
+
+bash scripts/install.sh
+cargo build --release --locked -q -p cfeval-cli
+cfeval="${CARGO_TARGET_DIR:-target}/release/cfeval"
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "cohort: $cases synthetic tumor-board cases (seed 1)"
+"$cfeval" cohort --cases "$cases" --seed 1 --out "$run/cohort"
+step "synthesize (E-Synthesis): charts with span-checked facts"
+"$cfeval" synthesize --input "$run/cohort/cohort.jsonl" --out "$run"
+step "perturb: the pre-registered catalog data/catalog/oncology-v1.yaml"
+"$cfeval" perturb --run "$run" --catalog data/catalog/oncology-v1.yaml >/dev/null
+for subject in control/reference control/constant control/blind-surgery control/erratic; do
+  step "infer: $subject"
+  "$cfeval" infer --run "$run" --subject "$subject"
+done
+step "infer: embedded/smollm2-135m (single-shot, families A and D, in process)"
+"$cfeval" infer --run "$run" --subject embedded/smollm2-135m --family A --family D --max-tokens 128
+
+step "status"
+"$cfeval" status "$run"
+echo
+echo "Done. Look inside with: $cfeval show responses --run $run --format table --limit 20 --columns subject,intervention,recommendation"
