@@ -28,10 +28,20 @@ for subject in control/reference control/constant control/blind-surgery control/
   step "infer: $subject"
   "$cfeval" infer --run "$run" --subject "$subject"
 done
-step "infer: embedded/smollm2-135m (single-shot, families A and D, in process)"
-"$cfeval" infer --run "$run" --subject embedded/smollm2-135m --family A --family D --max-tokens 128
+step "infer: embedded/smollm2-135m (single-shot, family D — the paper's blind spot — and N, in process)"
+"$cfeval" infer --run "$run" --subject embedded/smollm2-135m --family D --family N --max-tokens 128
+step "judge: the rule judge (offline, deterministic)"
+"$cfeval" judge --run "$run" --judge rule
+step "aggregate: CSS and CMS with stratified paired bootstrap CIs"
+"$cfeval" aggregate --run "$run" >/dev/null
 
 step "status"
 "$cfeval" status "$run"
+step "CSS and CMS per subject (95% percentile CIs)"
+"$cfeval" show scores --run "$run" --format table --limit 100000 \
+  --columns subject,is_control,metric,level,group,value,ci_low,ci_high,ci_method \
+  | awk 'NR<=3 || (/ overall / && / percentile / && (/ css / || / cms /)) || /^\+/'
 echo
-echo "Done. Look inside with: $cfeval show responses --run $run --format table --limit 20 --columns subject,intervention,recommendation"
+echo "Done. The tables are Parquet under $run/ (cases, variants, responses, judgments, scores):"
+echo "  $cfeval show judgments --run $run --limit 5"
+echo "  python: polars.read_parquet('$run/scores/part-*.parquet')"
