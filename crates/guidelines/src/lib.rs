@@ -363,12 +363,43 @@ mod tests {
             fact("biomarker", "MSI", "negative", None),
         ];
         assert!(texts(&table.recommend(&facts)).contains(&"adjuvant FOLFOX or CAPOX"));
-        facts[2].value = "unresected".into();
+        facts[2].value = "not_done".into();
         assert!(
             texts(&table.recommend(&facts)).contains(&"surgical resection (colectomy with lymphadenectomy)")
         );
+        // Unresected = not a surgical candidate: never "go to surgery".
+        facts[2].value = "unresected".into();
+        let unresected = table.recommend(&facts);
+        assert!(!texts(&unresected).contains(&"surgical resection (colectomy with lymphadenectomy)"));
+        assert!(texts(&unresected).contains(
+            &"definitive chemoradiation (rectal primary) or fluoropyrimidine-based systemic chemotherapy"
+        ));
         facts[1].value = "IV".into();
         assert!(texts(&table.recommend(&facts)).contains(&"FOLFOX or CAPOX + bevacizumab"));
+    }
+
+    #[test]
+    fn after_progression_the_progressed_regimen_is_not_repeated() {
+        let table = Guidelines::builtin().unwrap();
+        let mut facts = vec![
+            fact("cancer_type", "primary", "pancreatic", None),
+            fact("stage", "group", "IV", None),
+            fact("prior_line", "gemcitabine + nab-paclitaxel", "progression", None),
+        ];
+        let after_gnp = texts(&table.recommend(&facts)).join("; ");
+        assert!(after_gnp.contains("nal-IRI"), "{after_gnp}");
+        assert!(!after_gnp.contains("gemcitabine"), "{after_gnp}");
+        facts[2].name = "FOLFIRINOX".into();
+        let after_ffx = texts(&table.recommend(&facts)).join("; ");
+        assert!(after_ffx.contains("gemcitabine + nab-paclitaxel"), "{after_ffx}");
+        let melanoma = vec![
+            fact("cancer_type", "primary", "melanoma", None),
+            fact("stage", "group", "IV", None),
+            fact("biomarker", "BRAF", "negative", None),
+            fact("prior_line", "ipilimumab + nivolumab", "progression", None),
+        ];
+        let after_ipi = texts(&table.recommend(&melanoma)).join("; ");
+        assert!(!after_ipi.contains("ipilimumab"), "{after_ipi}");
     }
 
     #[test]
