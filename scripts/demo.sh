@@ -13,8 +13,13 @@ run=${1:-runs/demo}
 cases=${CFEVAL_DEMO_CASES:-12}
 
 bash scripts/install.sh
-cargo build --release --locked -q -p cfeval-cli
-cfeval="${CARGO_TARGET_DIR:-target}/release/cfeval"
+# CFEVAL_BIN: use an already built cfeval instead of building one.
+if [[ -n "${CFEVAL_BIN:-}" ]]; then
+  cfeval=$CFEVAL_BIN
+else
+  cargo build --release --locked -q -p cfeval-cli
+  cfeval="${CARGO_TARGET_DIR:-target}/release/cfeval"
+fi
 
 step() { printf '\n== %s\n' "$*" >&2; }
 
