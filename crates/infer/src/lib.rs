@@ -1,7 +1,7 @@
 //! The infer stage: every subject on every variant, in `single_shot` or
 //! `agent` mode, into the `responses` table.
 //!
-//! - [`respond`]: one subject answering one variant. Single-shot puts the
+//! - [`respond()`]: one subject answering one variant. Single-shot puts the
 //!   whole chart in one prompt; the agent is a ReAct loop whose tools
 //!   `list_chart_sections` and `read_chart_section(name)` serve the
 //!   *variant's* chart (the intervention mutates what the tool returns), with

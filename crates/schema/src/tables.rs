@@ -1,7 +1,7 @@
 //! Row types of every cfeval table.
 //!
 //! Each row struct is the single source of truth for its table: the Arrow
-//! schema is derived from the struct (see [`Table::fields`]) and checked by a
+//! schema is derived from the struct (see [`Table::fields`](crate::Table::fields)) and checked by a
 //! snapshot test, so a change to a column is a deliberate change here and a
 //! bump of [`SCHEMA_VERSION`](crate::SCHEMA_VERSION).
 //!

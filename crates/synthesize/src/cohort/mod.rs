@@ -6,7 +6,7 @@
 //! exact span recorded, and given the expert-consensus recommendation of
 //! the guideline rule table (`data/guidelines/oncology.yaml`).
 //!
-//! [`write`] lays a cohort out as `DIR/cohort.jsonl` (one case per line:
+//! [`write()`] lays a cohort out as `DIR/cohort.jsonl` (one case per line:
 //! id, text, consensus, facts, rules, style, cancer_type) and
 //! `DIR/text/<id>.txt`; `cfeval synthesize --input DIR/cohort.jsonl` carries
 //! the reference through.
@@ -89,7 +89,7 @@ pub fn generate_with(config: &CohortConfig, guidelines: &Guidelines) -> Vec<Coho
         .collect()
 }
 
-/// Where [`write`] put the cohort.
+/// Where [`write()`] put the cohort.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CohortFiles {
     pub jsonl: PathBuf,
