@@ -97,10 +97,7 @@ impl Control {
                 if candidates.is_empty() {
                     return Vec::new();
                 }
-                let hash = blake3::hash(variant_id.as_bytes());
-                let mut bytes = [0u8; 8];
-                bytes.copy_from_slice(&hash.as_bytes()[..8]);
-                let pick = (u64::from_le_bytes(bytes) % candidates.len() as u64) as usize;
+                let pick = (crate::id_hash(variant_id) % candidates.len() as u64) as usize;
                 candidates[pick]
                     .items
                     .iter()

@@ -324,6 +324,16 @@ fn run_tool<'a>(
     }
 }
 
+/// Records what one tool call read and whether it failed.
+fn note_tool_outcome(row: &mut ResponseRow, section: Option<&Section>, failed: bool) {
+    if let Some(section) = section
+        && !row.sections_read.contains(&section.name)
+    {
+        row.sections_read.push(section.name.clone());
+    }
+    row.tool_errors += u32::from(failed);
+}
+
 /// Parses a text-protocol action line: `ACTION: tool [argument]`.
 fn parse_action(text: &str) -> Option<(String, serde_json::Value)> {
     let line = text
@@ -400,14 +410,7 @@ async fn agent(
                     }
                 };
                 step += 1;
-                if let Some(section) = section
-                    && !row.sections_read.contains(&section.name)
-                {
-                    row.sections_read.push(section.name.clone());
-                }
-                if error.is_some() {
-                    row.tool_errors += 1;
-                }
+                note_tool_outcome(row, section, error.is_some());
                 messages.push(Message::tool_result(call.id.clone(), answer));
             }
             continue;
@@ -418,14 +421,7 @@ async fn agent(
             row.trace
                 .push(tool_step(step, &tool, &arguments, section, error.clone()));
             step += 1;
-            if let Some(section) = section
-                && !row.sections_read.contains(&section.name)
-            {
-                row.sections_read.push(section.name.clone());
-            }
-            if error.is_some() {
-                row.tool_errors += 1;
-            }
+            note_tool_outcome(row, section, error.is_some());
             messages.push(Message::assistant(text));
             messages.push(Message::user(format!("Tool result:\n{answer}")));
             continue;

@@ -44,10 +44,7 @@ impl Slice {
         if self.count <= 1 {
             return true;
         }
-        let hash = blake3::hash(id.as_bytes());
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(&hash.as_bytes()[..8]);
-        u64::from_le_bytes(bytes) % u64::from(self.count) == u64::from(self.index - 1)
+        crate::id_hash(id) % u64::from(self.count) == u64::from(self.index - 1)
     }
 }
 
