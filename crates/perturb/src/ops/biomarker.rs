@@ -230,8 +230,9 @@ fn status_regex() -> &'static Regex {
          |(?P<equiv>equivocal|indeterminate|borderline)\b
          |(?P<high>high)\b
          |(?P<low>low)\b
+         |(?P<pct>[<>≥≤]?\ ?\d{1,3}(?:\.\d+)?\ ?%)
          |(?P<ihc>[0-3]\+|0\b)
-         |(?P<pct>[<>≥≤]?\ ?\d{1,3}(?:\.\d+)?\ ?%|\d{1,3}\b)
+         |(?P<number>\d{1,3}\b)
          |(?P<notexp>not\ expressed|no\ expression)
          |(?P<clone>\((?:22C3|SP263|SP142|28-8|clone\ [^)]*)\))
          |allred(?:\ score)?(?:\ of)?\ (?P<allred>[0-8])\b
@@ -341,7 +342,7 @@ fn read_status(text: &str, start: usize, end: usize) -> (Range<usize>, Vec<Token
                 Some(TokenKind::Low)
             } else if let Some(score) = captures.name("ihc") {
                 Some(TokenKind::Ihc(score.as_str().as_bytes()[0] - b'0'))
-            } else if let Some(percent) = captures.name("pct") {
+            } else if let Some(percent) = captures.name("pct").or_else(|| captures.name("number")) {
                 let digits: String = percent
                     .as_str()
                     .chars()

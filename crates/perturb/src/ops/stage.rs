@@ -228,7 +228,7 @@ fn down_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotAppli
     static METASTASIS: OnceLock<Regex> = OnceLock::new();
     let metastasis = re(
         &METASTASIS,
-        r"(?i)\b(?:metastas[ie]s|mets|spread\s+to|deposits|carcinomatosis|oligometastatic|M1[a-c]?)\b",
+        r"(?i)\b(?:metastas[ie]s|mets|spread\s+to|deposits|carcinomatosis|oligometastatic|M1[a-c]?|widely\s+metastatic|metastatic\s+to)\b|\bmetastatic\s+\(",
     );
     static CLAUSE: OnceLock<Regex> = OnceLock::new();
     let clause = re(

@@ -3,4 +3,5 @@
 mod edits;
 mod fixtures;
 mod malformed;
+mod roundtrip;
 mod stage;

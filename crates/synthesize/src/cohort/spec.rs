@@ -27,7 +27,10 @@ impl Cancer {
 }
 
 /// One block of the cancer mix; shuffled per block so that every block of
-/// 16 cases holds every cancer type.
+/// 16 cases holds every cancer type. Weighted towards the cancers whose
+/// treatment turns on the catalog's facts (breast: HER2 and ER; NSCLC:
+/// PD-L1, drivers and stage; melanoma: immunotherapy lines), as at a
+/// thoracic-heavy tumor board, so that every intervention has enough cases.
 const MIX: [Cancer; 16] = [
     Cancer::Breast,
     Cancer::Breast,
@@ -36,9 +39,9 @@ const MIX: [Cancer; 16] = [
     Cancer::Nsclc,
     Cancer::Nsclc,
     Cancer::Nsclc,
+    Cancer::Nsclc,
+    Cancer::Nsclc,
     Cancer::Colorectal,
-    Cancer::Colorectal,
-    Cancer::Pancreatic,
     Cancer::Pancreatic,
     Cancer::Gastric,
     Cancer::Gastric,
@@ -111,7 +114,12 @@ fn marker(name: &'static str, value: &'static str) -> Marker {
 pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
     let stage_weights: &[(u32, f64)] = match cancer {
         Cancer::Pancreatic => &[(1, 0.12), (2, 0.25), (3, 0.2), (4, 0.43)],
-        Cancer::Nsclc | Cancer::Melanoma | Cancer::Gastric => &[(1, 0.13), (2, 0.2), (3, 0.22), (4, 0.45)],
+        // Few stage I NSCLC: most thoracic tumor-board cases are stage
+        // II-IV, where PD-L1 and drivers decide treatment.
+        Cancer::Nsclc => &[(1, 0.08), (2, 0.2), (3, 0.25), (4, 0.47)],
+        // Melanoma reaches the tumor board mostly at stage III-IV.
+        Cancer::Melanoma => &[(1, 0.08), (2, 0.17), (3, 0.25), (4, 0.5)],
+        Cancer::Gastric => &[(1, 0.13), (2, 0.2), (3, 0.22), (4, 0.45)],
         _ => &[(1, 0.15), (2, 0.27), (3, 0.25), (4, 0.33)],
     };
     let stage = *rng.weighted(stage_weights);
@@ -156,10 +164,10 @@ pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
         Some(*rng.weighted(&[("resected", 0.55), ("unresected", 0.2), ("not_done", 0.25)]))
     } else {
         rng.weighted(&[
-            (Some("resected"), 0.15),
-            (Some("unresected"), 0.35),
-            (Some("not_done"), 0.3),
-            (None, 0.2),
+            (Some("resected"), 0.08),
+            (Some("unresected"), 0.2),
+            (Some("not_done"), 0.4),
+            (None, 0.32),
         ])
         .to_owned()
     };
@@ -275,10 +283,10 @@ fn draw_markers(rng: &mut Rng, cancer: Cancer) -> Vec<Marker> {
                 }
             }
             let band = *rng.weighted(&[
-                ("high", 0.32),
-                ("low", 0.33),
-                ("negative", 0.25),
-                ("unknown", 0.1),
+                ("high", 0.33),
+                ("low", 0.25),
+                ("negative", 0.34),
+                ("unknown", 0.08),
             ]);
             markers.push(pdl1(rng, band, false));
         }
@@ -394,13 +402,19 @@ fn draw_lines(
         }
         return lines;
     }
-    // PD-L1 decides first-line therapy in NSCLC, gastric cancer and
-    // melanoma: more of those cases sit before any progression.
-    let pdl1_decides = matches!(cancer, Cancer::Nsclc | Cancer::Gastric | Cancer::Melanoma);
-    let count = if pdl1_decides {
-        *rng.weighted(&[(0, 0.3), (1, 0.5), (2, 0.2)])
-    } else {
-        *rng.weighted(&[(0, 0.12), (1, 0.5), (2, 0.38)])
+    // Stage IV: newly diagnosed (the first-line decision), on a first line,
+    // or past a progressed one. PD-L1 decides first-line therapy in NSCLC,
+    // gastric cancer and melanoma: more of those cases sit before any
+    // progression, NSCLC most often at the first-line decision (PD-L1 and
+    // drivers just reported), melanoma and gastric cancer more often on
+    // first-line immunotherapy. Metastatic breast cancer whose receptor
+    // profile is incomplete has no line yet: first-line therapy waits for
+    // the profile.
+    let count = match cancer {
+        Cancer::Breast if !breast_profile_complete(markers) => 0,
+        Cancer::Nsclc => *rng.weighted(&[(0, 0.46), (1, 0.46), (2, 0.08)]),
+        Cancer::Gastric | Cancer::Melanoma => *rng.weighted(&[(0, 0.32), (1, 0.58), (2, 0.1)]),
+        _ => *rng.weighted(&[(0, 0.35), (1, 0.45), (2, 0.2)]),
     };
     let first_pool = first_line_regimens(cancer, markers);
     let second_pool = second_line_regimens(cancer, markers);
@@ -408,6 +422,8 @@ fn draw_lines(
         let last = index + 1 == count;
         let outcome = if !last {
             "progression"
+        } else if index == 0 {
+            *rng.weighted(&[("ongoing", 0.62), ("progression", 0.1), ("response", 0.28)])
         } else {
             *rng.weighted(&[("ongoing", 0.55), ("progression", 0.3), ("response", 0.15)])
         };
@@ -433,14 +449,28 @@ fn draw_lines(
     lines
 }
 
+/// Whether a breast cancer's ER and HER2 results pick a treatment family
+/// (HER2-positive, hormone-receptor positive, or triple-negative).
+fn breast_profile_complete(markers: &[Marker]) -> bool {
+    let (er, her2) = (value_of(markers, "ER"), value_of(markers, "HER2"));
+    her2 == "positive" || er == "positive" || (er == "negative" && her2 == "negative")
+}
+
+/// Triple-negative: ER and HER2 both reported negative.
+fn triple_negative(markers: &[Marker]) -> bool {
+    value_of(markers, "ER") == "negative" && value_of(markers, "HER2") == "negative"
+}
+
 fn early_regimens(cancer: Cancer, markers: &[Marker]) -> &'static [&'static str] {
     match cancer {
         Cancer::Breast if value_of(markers, "HER2") == "positive" => {
             &["TCHP", "docetaxel/carboplatin/trastuzumab/pertuzumab"]
         }
         Cancer::Breast if value_of(markers, "ER") == "positive" => &["AC-T", "letrozole", "tamoxifen"],
-        Cancer::Breast => &["AC-T", "carboplatin/paclitaxel/pembrolizumab"],
-        Cancer::Nsclc => &["cisplatin/pemetrexed", "carboplatin + paclitaxel", "osimertinib"],
+        Cancer::Breast if triple_negative(markers) => &["AC-T", "carboplatin/paclitaxel/pembrolizumab"],
+        Cancer::Breast => &["AC-T"],
+        Cancer::Nsclc if value_of(markers, "EGFR") == "positive" => &["osimertinib", "cisplatin/pemetrexed"],
+        Cancer::Nsclc => &["cisplatin/pemetrexed", "carboplatin + paclitaxel"],
         Cancer::Colorectal => &["FOLFOX", "CAPOX"],
         Cancer::Pancreatic => &["FOLFIRINOX", "gemcitabine/capecitabine"],
         Cancer::Gastric => &["FLOT"],
@@ -478,11 +508,13 @@ fn first_line_regimens(cancer: Cancer, markers: &[Marker]) -> &'static [&'static
             &["CAPOX + trastuzumab", "FOLFOX/trastuzumab/pembrolizumab"]
         }
         Cancer::Gastric => &["FOLFOX + nivolumab", "CAPOX/nivolumab", "FOLFOX"],
+        // Immunotherapy first is preferred in BRAF-mutant melanoma too
+        // (DREAMseq); BRAF/MEK inhibition first for the rest.
         Cancer::Melanoma if value_of(markers, "BRAF") == "positive" => &[
             "nivolumab",
             "ipilimumab + nivolumab",
+            "nivolumab/relatlimab",
             "dabrafenib + trametinib",
-            "encorafenib/binimetinib",
         ],
         Cancer::Melanoma => &[
             "nivolumab",
