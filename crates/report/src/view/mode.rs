@@ -1,0 +1,473 @@
+//! One mode's section: its plots and the tables beside them, under the mode's
+//! primary judge (the one that scored the most estimates).
+
+use std::collections::BTreeSet;
+
+use cfeval_aggregate::stats::descending_ranks;
+use serde::Serialize;
+
+use super::{Cell, PlotView, Scores, TableView, interval, mode_title, slug};
+use crate::error::Result;
+use crate::plots::{self, ForestRow, Heatmap, HeatmapRow, ScatterPoint, SlopeLine, fixed};
+
+/// One mode (`single_shot`, `agent`, …) of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeView {
+    pub id: String,
+    pub mode: String,
+    pub title: String,
+    /// The judge the plots use.
+    pub judge: String,
+    /// The other judges of this mode (see the agreement section).
+    pub other_judges: Vec<String>,
+    pub scores: TableView,
+    pub slope: PlotView,
+    pub spearman: Option<String>,
+    pub ranks: TableView,
+    pub heatmap: PlotView,
+    pub families: TableView,
+    pub forest: PlotView,
+    pub scatter: PlotView,
+    pub interventions: TableView,
+}
+
+/// The section of `mode`.
+pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
+    let judges = scores.judges(mode);
+    let judge = judges.first().copied().unwrap_or_default();
+    let id = slug(mode);
+    let overall = |subject: &str, metric: &str| scores.get(subject, mode, judge, metric, "overall", "all");
+    // Subjects of this mode and judge: controls last, then by CSS (highest first).
+    let present: BTreeSet<&str> = scores
+        .rows
+        .iter()
+        .filter(|row| {
+            row.mode == mode && row.judge == judge && super::ESTIMATES.contains(&row.metric.as_str())
+        })
+        .map(|row| row.subject.as_str())
+        .collect();
+    let mut subjects: Vec<(&str, bool)> = scores
+        .subjects()
+        .filter(|(subject, _)| present.contains(subject))
+        .collect();
+    subjects.sort_by(|a, b| {
+        let css = |subject: &str| overall(subject, "css").map_or(f64::NEG_INFINITY, |row| row.value);
+        a.1.cmp(&b.1)
+            .then(css(b.0).total_cmp(&css(a.0)))
+            .then(a.0.cmp(b.0))
+    });
+    let in_mode = |metric: &'static str, level: &'static str| {
+        scores
+            .metric(metric)
+            .filter(move |row| row.mode == mode && row.judge == judge && row.level == level)
+    };
+    let families: BTreeSet<&str> = in_mode("css", "family").map(|row| row.group.as_str()).collect();
+    let families: Vec<&str> = families.into_iter().collect();
+    let control_family = in_mode("spurious_shift", "family")
+        .map(|row| row.group.as_str())
+        .next();
+    let blind: BTreeSet<&str> = scores
+        .metric("blind_spot")
+        .filter(|row| row.mode == mode && row.judge == judge && row.value >= 0.5)
+        .map(|row| row.group.as_str())
+        .collect();
+    let title = mode_title(mode);
+    let under = format!("{title}, judge {judge}");
+
+    // Overall scores.
+    let mut table = TableView::new(
+        &format!("CSS, CMS and spurious-shift rate per subject ({under}; 95% percentile intervals)"),
+        &[
+            "Subject",
+            "CSS (A–E)",
+            "CMS",
+            "Spurious shift",
+            "Cases",
+            "CSS tuples",
+        ],
+    );
+    for &(subject, control) in &subjects {
+        let css = overall(subject, "css");
+        let spurious = control_family
+            .and_then(|family| scores.get(subject, mode, judge, "spurious_shift", "family", family));
+        table.rows.push(vec![
+            Cell::subject(subject, control),
+            Cell::estimate(css),
+            Cell::estimate(overall(subject, "cms")),
+            Cell::estimate(spurious),
+            Cell::number(css.map_or("—".to_string(), |row| row.n_cases.to_string())),
+            Cell::number(css.map_or("—".to_string(), |row| row.n_tuples.to_string())),
+        ]);
+    }
+    let table = table.or_unavailable("no per-subject estimates in this mode");
+
+    // Rank slope chart over every subject with both metrics, controls included.
+    let both: Vec<(&str, bool, f64, f64)> = subjects
+        .iter()
+        .filter_map(|&(subject, control)| {
+            Some((
+                subject,
+                control,
+                overall(subject, "cms")?.value,
+                overall(subject, "css")?.value,
+            ))
+        })
+        .collect();
+    let slope_title = "Rank slope: CMS → CSS";
+    let slope = if both.len() >= 2 {
+        let rank_cms = descending_ranks(&both.iter().map(|entry| entry.2).collect::<Vec<_>>());
+        let rank_css = descending_ranks(&both.iter().map(|entry| entry.3).collect::<Vec<_>>());
+        let lines: Vec<SlopeLine> = both
+            .iter()
+            .enumerate()
+            .map(|(position, &(subject, control, cms, css))| SlopeLine {
+                subject: subject.to_string(),
+                control,
+                color: scores.color(subject),
+                cms,
+                css,
+                rank_cms: rank_cms[position],
+                rank_css: rank_css[position],
+            })
+            .collect();
+        let figure = plots::slope(
+            &format!("slope-{id}"),
+            &format!("{slope_title} ({under})"),
+            &lines,
+        )?;
+        PlotView::drawn(
+            slope_title,
+            format!(
+                "Each line joins a subject's rank under CMS (baseline quality) to its rank under CSS \
+                 (counterfactual sensitivity), {under}. Ranks here include the controls (dashed, grey) \
+                 as anchors; the rank table below ranks the subjects under test only."
+            ),
+            figure,
+        )
+    } else {
+        PlotView::unavailable(
+            slope_title,
+            format!(
+                "needs at least two subjects with both CMS and CSS ({} here)",
+                both.len()
+            ),
+        )
+    };
+
+    // Spearman ρ between the CMS and CSS ranks, and the rank-swap table.
+    let comparison = |metric: &str| scores.get("all", mode, judge, metric, "comparison", "all");
+    let spearman = comparison("spearman_cms_css").map(|rho| {
+        let interval = interval(rho)
+            .map(|(low, high)| {
+                format!(
+                    " (95% bootstrap interval [{}, {}])",
+                    fixed(low, 2),
+                    fixed(high, 2)
+                )
+            })
+            .unwrap_or_default();
+        let p = comparison("spearman_cms_css_p")
+            .map(|p| format!("; exact permutation p = {}", p_value(p.value)))
+            .unwrap_or_default();
+        format!(
+            "Spearman ρ between CMS and CSS ranks = {}{interval}{p}; n = {} subjects.",
+            fixed(rho.value, 3),
+            rho.n_tuples
+        )
+    });
+    let mut ranks = TableView::new(
+        &format!(
+            "Rank swaps ({under}): ranks among the subjects under test; swap = CSS rank − CMS rank \
+             (positive: the subject ranks lower under CSS than under CMS)"
+        ),
+        &["Subject", "CMS", "CMS rank", "CSS", "CSS rank", "Swap"],
+    );
+    let mut ranked: Vec<(f64, Vec<Cell>)> = Vec::new();
+    for &(subject, control) in &subjects {
+        let rank = |metric: &str| scores.get(subject, mode, judge, metric, "comparison", "all");
+        let (Some(rank_cms), Some(rank_css)) = (rank("rank_cms"), rank("rank_css")) else {
+            continue;
+        };
+        let swap = rank("rank_swap").map_or(rank_css.value - rank_cms.value, |row| row.value);
+        let value =
+            |metric: &str| overall(subject, metric).map_or("—".to_string(), |row| fixed(row.value, 3));
+        ranked.push((
+            rank_css.value,
+            vec![
+                Cell::subject(subject, control),
+                Cell::number(value("cms")),
+                Cell::number(rank_text(rank_cms.value)),
+                Cell::number(value("css")),
+                Cell::number(rank_text(rank_css.value)),
+                Cell::number(signed(swap)),
+            ],
+        ));
+    }
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ranks.rows = ranked.into_iter().map(|(_, cells)| cells).collect();
+    let ranks =
+        ranks.or_unavailable("no ranks in the scores (fewer than two subjects with both CMS and CSS)");
+
+    // Heatmap of CSS by family, plus the spurious-shift column.
+    let heatmap_title = "CSS by family";
+    let mut family_table = TableView::new(
+        &format!("CSS per family and spurious-shift rate ({under}; point estimates)"),
+        &[],
+    );
+    family_table.header.push("Subject".into());
+    family_table.header.extend(families.iter().map(|family| {
+        if blind.contains(family) {
+            format!("{family} (blind spot)")
+        } else {
+            family.to_string()
+        }
+    }));
+    if let Some(family) = control_family {
+        family_table.header.push(format!("{family} (spurious shift)"));
+    }
+    let mut rows = Vec::new();
+    for &(subject, control) in &subjects {
+        let css: Vec<Option<f64>> = families
+            .iter()
+            .map(|family| {
+                scores
+                    .get(subject, mode, judge, "css", "family", family)
+                    .map(|row| row.value)
+            })
+            .collect();
+        let spurious = control_family.and_then(|family| {
+            scores
+                .get(subject, mode, judge, "spurious_shift", "family", family)
+                .map(|row| row.value)
+        });
+        if css.iter().all(Option::is_none) && spurious.is_none() {
+            continue;
+        }
+        let mut cells = vec![Cell::subject(subject, control)];
+        let show = |value: Option<f64>| Cell::number(value.map_or("—".to_string(), |value| fixed(value, 3)));
+        cells.extend(css.iter().map(|value| show(*value)));
+        if control_family.is_some() {
+            cells.push(show(spurious));
+        }
+        family_table.rows.push(cells);
+        rows.push(HeatmapRow {
+            subject: subject.to_string(),
+            control,
+            css,
+            spurious,
+        });
+    }
+    let family_table = family_table.or_unavailable("no per-family estimates in this mode");
+    let heatmap = if rows.is_empty() {
+        PlotView::unavailable(
+            heatmap_title,
+            "no per-family CSS or spurious-shift estimates in this mode",
+        )
+    } else {
+        let map = Heatmap {
+            families: families.iter().map(|family| family.to_string()).collect(),
+            blind: families.iter().map(|family| blind.contains(family)).collect(),
+            control_family: control_family.map(str::to_string),
+            rows,
+        };
+        let figure = plots::heatmap(
+            &format!("heatmap-{id}"),
+            &format!("{heatmap_title} ({under})"),
+            &map,
+        )?;
+        let spurious_note = match control_family {
+            Some(family) => format!(
+                " The last column is the spurious-shift rate on the negative-control family {family} \
+                 (lower is better), reported beside CSS and never pooled into it."
+            ),
+            None => {
+                " No negative-control family in this run: the spurious-shift column is not available.".into()
+            }
+        };
+        PlotView::drawn(
+            heatmap_title,
+            format!("CSS per family and subject, {under} (darker is more sensitive).{spurious_note}"),
+            figure,
+        )
+    };
+
+    // Forest plot of CSS with intervals, overall and per family.
+    let forest_title = "CSS with 95% intervals";
+    let mut forest_rows = Vec::new();
+    for &(subject, control) in &subjects {
+        let Some(css) = overall(subject, "css") else {
+            continue;
+        };
+        let row = |family: Option<&str>, estimate: &cfeval_schema::ScoreRow| ForestRow {
+            subject: subject.to_string(),
+            control,
+            color: scores.color(subject),
+            family: family.map(str::to_string),
+            value: estimate.value,
+            interval: interval(estimate),
+        };
+        forest_rows.push(row(None, css));
+        for family in &families {
+            if let Some(estimate) = scores.get(subject, mode, judge, "css", "family", family) {
+                forest_rows.push(row(Some(family), estimate));
+            }
+        }
+    }
+    let forest = if forest_rows.is_empty() {
+        PlotView::unavailable(forest_title, "no CSS estimates in this mode")
+    } else {
+        let figure = plots::forest(
+            &format!("forest-{id}"),
+            &format!("{forest_title} ({under})"),
+            &forest_rows,
+        )?;
+        PlotView::drawn(
+            forest_title,
+            format!(
+                "CSS over families A–E (bold) and per family, with stratified paired bootstrap 95% \
+                 percentile intervals, {under}."
+            ),
+            figure,
+        )
+    };
+
+    // CSS against the spurious-shift rate.
+    let scatter_title = "Responsive and stable: CSS against spurious shift";
+    let scatter = match control_family {
+        None => PlotView::unavailable(
+            scatter_title,
+            "no spurious-shift rates: the run has no negative-control family (N)",
+        ),
+        Some(family) => {
+            let points: Vec<ScatterPoint> = subjects
+                .iter()
+                .filter_map(|&(subject, control)| {
+                    let css = overall(subject, "css")?;
+                    let spurious = scores.get(subject, mode, judge, "spurious_shift", "family", family)?;
+                    Some(ScatterPoint {
+                        subject: subject.to_string(),
+                        control,
+                        color: scores.color(subject),
+                        css: css.value,
+                        css_interval: interval(css),
+                        spurious: spurious.value,
+                        spurious_interval: interval(spurious),
+                    })
+                })
+                .collect();
+            if points.is_empty() {
+                PlotView::unavailable(scatter_title, "no subject has both CSS and a spurious-shift rate")
+            } else {
+                let figure = plots::scatter(
+                    &format!("scatter-{id}"),
+                    &format!("{scatter_title} ({under})"),
+                    family,
+                    &points,
+                )?;
+                PlotView::drawn(
+                    scatter_title,
+                    format!(
+                        "Each point is a subject ({under}); whiskers are 95% intervals. Top left is \
+                         responsive (updates when the chart changes) and stable (holds when it should, \
+                         family {family})."
+                    ),
+                    figure,
+                )
+            }
+        }
+    };
+
+    // CSS per intervention.
+    let mut by_intervention: BTreeSet<&str> = in_mode("css", "intervention")
+        .map(|row| row.group.as_str())
+        .collect();
+    by_intervention.extend(in_mode("spurious_shift", "intervention").map(|row| row.group.as_str()));
+    let mut interventions = TableView::new(
+        &format!(
+            "Per intervention ({under}): CSS, or the spurious-shift rate for negative-control interventions (marked *)"
+        ),
+        &["Subject"],
+    );
+    let columns: Vec<(&str, bool)> = by_intervention
+        .iter()
+        .map(|&intervention| {
+            let spurious = in_mode("spurious_shift", "intervention").any(|row| row.group == intervention);
+            (intervention, spurious)
+        })
+        .collect();
+    interventions
+        .header
+        .extend(columns.iter().map(|(name, spurious)| {
+            if *spurious {
+                format!("{name}*")
+            } else {
+                name.to_string()
+            }
+        }));
+    for &(subject, control) in &subjects {
+        let cells: Vec<Cell> = columns
+            .iter()
+            .map(|&(intervention, spurious)| {
+                let metric = if spurious { "spurious_shift" } else { "css" };
+                Cell::number(
+                    scores
+                        .get(subject, mode, judge, metric, "intervention", intervention)
+                        .map_or("—".to_string(), |row| fixed(row.value, 2)),
+                )
+            })
+            .collect();
+        if cells.iter().all(|cell| cell.text == "—") {
+            continue;
+        }
+        let mut row = vec![Cell::subject(subject, control)];
+        row.extend(cells);
+        interventions.rows.push(row);
+    }
+    let interventions = interventions.or_unavailable("no per-intervention estimates in this mode");
+
+    Ok(ModeView {
+        id,
+        mode: mode.to_string(),
+        title,
+        judge: judge.to_string(),
+        other_judges: judges.iter().skip(1).map(|judge| judge.to_string()).collect(),
+        scores: table,
+        slope,
+        spearman,
+        ranks,
+        heatmap,
+        families: family_table,
+        forest,
+        scatter,
+        interventions,
+    })
+}
+
+/// A rank (`2`, or `2.5` for a tie).
+fn rank_text(rank: f64) -> String {
+    if rank.fract() == 0.0 {
+        fixed(rank, 0)
+    } else {
+        fixed(rank, 1)
+    }
+}
+
+/// A signed difference of ranks (`+1`, `0`, `−2`).
+fn signed(value: f64) -> String {
+    if value > 0.0 {
+        format!("+{}", rank_text(value))
+    } else if value < 0.0 {
+        format!("−{}", rank_text(-value))
+    } else {
+        "0".into()
+    }
+}
+
+/// A p-value for display.
+pub fn p_value(p: f64) -> String {
+    if p < 0.0001 {
+        "< 0.0001".into()
+    } else {
+        fixed(p, 4)
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests of cfeval-report.
+
+mod browser;
+mod report;
+mod support;
