@@ -63,7 +63,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let start = Instant::now();
             let computed = compute(&config, &dir)?;
             let computed_at = start.elapsed().as_secs_f64();
-            write_scores(&config, &dir, &computed)?;
+            let fingerprint = cfeval_aggregate::fingerprint(&config, &dir)?;
+            write_scores(&dir, &computed, &fingerprint)?;
             let total = start.elapsed().as_secs_f64();
             println!(
                 "{{\"rows\": {}, \"estimates\": {}, \"score_rows\": {}, \"resamples\": {resamples}, \"compute_s\": {computed_at:.3}, \"total_s\": {total:.3}, \"peak_rss_mib\": {:.1}, \"threads\": {}}}",

@@ -63,6 +63,27 @@ impl Names {
         self.index.get(name).copied()
     }
 
+    /// Sorts the names; returns each old id's new id.
+    fn sort(&mut self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
+        order.sort_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        let mut remap = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            remap[old as usize] = new as u32;
+        }
+        self.names = order
+            .iter()
+            .map(|&old| self.names[old as usize].clone())
+            .collect();
+        self.index = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(id, name)| (name.clone(), id as u32))
+            .collect();
+        remap
+    }
+
     pub fn name(&self, id: u32) -> &str {
         &self.names[id as usize]
     }
@@ -198,6 +219,7 @@ pub fn accumulate(run_dir: &Path, families: &Families, labelled: &BTreeSet<Tuple
         });
     }
     out.prompts.retain(|_, hashes| !hashes.is_empty());
+    out.canonicalize();
     Ok(out)
 }
 
@@ -380,6 +402,56 @@ impl<'a> Accumulator<'a> {
 }
 
 impl Accumulated {
+    /// Renumbers every interned name in sorted order, so that what follows
+    /// (strata, resample units, ranks, ties) never depends on the order the
+    /// rows were read in: a resumed or sharded run gives the same scores.
+    fn canonicalize(&mut self) {
+        let subjects = self.subjects.sort();
+        let modes = self.modes.sort();
+        let judges = self.judges.sort();
+        let cases = self.cases.sort();
+        let interventions = self.interventions.sort();
+        let families = std::mem::take(&mut self.intervention_family);
+        let mut reordered = vec![String::new(); families.len()];
+        for (old, family) in families.into_iter().enumerate() {
+            reordered[interventions[old] as usize] = family;
+        }
+        self.intervention_family = reordered;
+        self.sums = std::mem::take(&mut self.sums)
+            .into_iter()
+            .map(|(key, cells)| {
+                let key = SeriesKey {
+                    subject: subjects[key.subject as usize],
+                    mode: modes[key.mode as usize],
+                    judge: judges[key.judge as usize],
+                    quantity: key.quantity,
+                    intervention: interventions[key.intervention as usize],
+                };
+                let cells = cells
+                    .into_iter()
+                    .map(|(case, cell)| (cases[case as usize], cell))
+                    .collect();
+                (key, cells)
+            })
+            .collect();
+        for packed in self.tuples.values_mut() {
+            let old = *packed;
+            let mut new = 0u64;
+            for (judge, &renumbered) in judges.iter().enumerate().take(JUDGES_PACKED as usize) {
+                let category = (old >> (4 * judge)) & 0xF;
+                if category > 0 && renumbered < JUDGES_PACKED {
+                    new |= category << (4 * renumbered);
+                }
+            }
+            *packed = new;
+        }
+        for scores in self.labelled.values_mut() {
+            for (judge, _) in scores.iter_mut() {
+                *judge = judges[*judge as usize];
+            }
+        }
+    }
+
     /// CSS category pairs of two judges over the tuples both scored.
     pub fn judge_pairs(&self, a: u32, b: u32) -> Vec<(usize, usize)> {
         if a >= JUDGES_PACKED || b >= JUDGES_PACKED {

@@ -23,6 +23,12 @@ pub enum Error {
     HumanLabels { path: PathBuf, row: u64, detail: String },
     #[error("failed to render the report: {0}")]
     Render(String),
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to write {path}")]
     Io {
         path: PathBuf,

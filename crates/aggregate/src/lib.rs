@@ -26,7 +26,7 @@ pub mod synthetic;
 
 use std::path::{Path, PathBuf};
 
-use cfeval_schema::{Provenance, ScoreRow, ShardStore, ids};
+use cfeval_schema::{CFEVAL_VERSION, JudgmentRow, Provenance, ScoreRow, ShardStore, Table, ids};
 use serde::Serialize;
 
 pub use error::{Error, Result};
@@ -86,8 +86,11 @@ impl Config {
 }
 
 /// What one aggregate run did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Report {
+    /// The scores were already complete for these judgments and settings:
+    /// nothing was recomputed (the other counts are then zero).
+    pub skipped: bool,
     pub run: String,
     pub judgments: u64,
     pub judge_errors: u64,
@@ -167,6 +170,7 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
     ));
     rows.extend(human::rows(&run, &accumulated, &labels));
     let report = Report {
+        skipped: false,
         run,
         judgments: accumulated.rows,
         judge_errors: accumulated.judge_errors,
@@ -197,29 +201,69 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
     })
 }
 
+/// The fingerprint of everything the scores depend on: the settings, the
+/// judgments' shards and the human labels' content.
+pub fn fingerprint(config: &Config, run_dir: &Path) -> Result<String> {
+    let judgments: Vec<String> = match ShardStore::open_existing(
+        &run_dir.join(JudgmentRow::NAME),
+        JudgmentRow::NAME,
+        JudgmentRow::schema(),
+    )? {
+        Some(store) => store.entries().iter().map(|entry| entry.blake3.clone()).collect(),
+        None => Vec::new(),
+    };
+    let labels = match &config.human_labels {
+        Some(path) => Some(ids::hash_bytes(&fs_err::read(path).map_err(|source| {
+            Error::Read {
+                path: path.clone(),
+                source,
+            }
+        })?)),
+        None => None,
+    };
+    Ok(ids::fingerprint(&(
+        "aggregate",
+        CFEVAL_VERSION,
+        config,
+        judgments,
+        labels,
+    )))
+}
+
 /// Aggregates the run in `run_dir`: writes its `scores` table (replacing the
-/// scores of an earlier aggregate of the same run).
+/// scores of an earlier aggregate of the same run), or does nothing when the
+/// scores are complete for the same judgments and settings.
 pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
+    let fingerprint = fingerprint(config, run_dir)?;
+    if let Some(store) =
+        ShardStore::open_existing(&run_dir.join(ScoreRow::NAME), ScoreRow::NAME, ScoreRow::schema())?
+        && store.is_complete(UNIT, &fingerprint)
+    {
+        return Ok(Report {
+            skipped: true,
+            scores_dir: run_dir.join(ScoreRow::NAME),
+            ..Report::default()
+        });
+    }
     let computed = compute(config, run_dir)?;
-    write_scores(config, run_dir, &computed)?;
+    write_scores(run_dir, &computed, &fingerprint)?;
     Ok(computed.report)
 }
 
-/// Commits the score rows as the run's `aggregate` unit.
-pub fn write_scores(config: &Config, run_dir: &Path, computed: &Computed) -> Result<()> {
+/// Commits the score rows as the run's `aggregate` unit under `fingerprint`.
+pub fn write_scores(run_dir: &Path, computed: &Computed, fingerprint: &str) -> Result<()> {
     let mut store = ShardStore::open_table::<ScoreRow>(run_dir)?;
-    if store.unit(UNIT).is_some() {
+    if store.unit(UNIT).is_some() || store.entries().iter().any(|entry| entry.unit == UNIT) {
         store.retire_unit(UNIT)?;
     }
-    let fingerprint = ids::fingerprint(&(config, &computed.report.catalog_hashes, computed.report.judgments));
     let mut writer = store.writer(Provenance {
         run: computed.report.run.clone(),
         unit: UNIT.into(),
-        fingerprint: fingerprint.clone(),
+        fingerprint: fingerprint.to_string(),
         catalog_hash: computed.report.catalog_hashes.first().cloned(),
     });
     writer.write_rows(&computed.rows)?;
     let shards = writer.finish()?;
-    store.mark_complete(UNIT, &fingerprint, &shards)?;
+    store.mark_complete(UNIT, fingerprint, &shards)?;
     Ok(())
 }

@@ -156,7 +156,7 @@ pub struct AggregateArgs {
     pub human_labels: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Stage {
     Synthesize,
     Perturb,
@@ -167,14 +167,20 @@ pub enum Stage {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The pipeline file (`pipelines/demo.toml`).
     pub pipeline: PathBuf,
+    /// The run directory (default: `[run] dir` of the pipeline file).
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
+    /// Recompute this stage and every later one.
     #[arg(long, value_enum)]
     pub from: Option<Stage>,
-    /// Run one slice `i/n` of each stage.
+    /// Run slice `i/n` of the infer stage as an independent process; judge
+    /// and aggregate run in the process that completes the last slice.
     #[arg(long)]
     pub shard: Option<String>,
+    /// Print the plan (calls per subject and judge, cached vs new, estimated
+    /// tokens and cost) and run nothing.
     #[arg(long)]
     pub dry_run: bool,
 }

@@ -6,10 +6,12 @@
 
 mod aggregate_cmd;
 mod args;
+mod driver;
 mod infer_cmd;
 mod inspect;
 mod judge_cmd;
 mod perturb_cmd;
+pub mod pipeline;
 mod subjects;
 mod synthesize_cmd;
 
@@ -55,10 +57,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Infer(args) => infer_cmd::infer(&args, &mut std::io::stdout().lock()),
         Command::Judge(args) => judge_cmd::judge(&args, &mut std::io::stdout().lock()),
         Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),
-        Command::Run(_) => not_yet("run", 8),
+        Command::Run(args) => driver::run(&args, &mut std::io::stdout().lock()),
     }
-}
-
-fn not_yet(command: &str, issue: u32) -> anyhow::Result<()> {
-    anyhow::bail!("`cfeval {command}` is not implemented yet (it lands with issue #{issue})")
 }

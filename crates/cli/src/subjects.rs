@@ -15,9 +15,13 @@ pub struct ModelSettings {
     pub cache_dir: Option<std::path::PathBuf>,
     pub journal: Option<std::path::PathBuf>,
     pub limits: Option<Limits>,
+    /// Names the variable holding the key (never the key).
+    pub api_key_env: Option<String>,
+    /// Overrides the bundled price table.
+    pub price: Option<cfeval_model::Price>,
 }
 
-fn file_name(name: &str) -> String {
+pub fn file_name(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
@@ -60,6 +64,8 @@ pub fn model_client(name: &str, run_dir: &Path, settings: &ModelSettings) -> any
     } else {
         let mut spec = SubjectSpec::new(name);
         spec.base_url = settings.base_url.clone();
+        spec.api_key_env = settings.api_key_env.clone();
+        spec.price = settings.price;
         if let Some(limits) = &settings.limits {
             spec.limits = limits.clone();
         }

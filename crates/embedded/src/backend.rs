@@ -50,13 +50,19 @@ impl EmbeddedBackend {
 
     /// Wraps an already loaded model (several subjects or judges can share one).
     pub fn from_model(name: &str, model: Arc<EmbeddedModel>) -> Self {
-        let identity = BackendIdentity {
+        let identity = Self::identity_of(name, model.path());
+        Self { model, identity }
+    }
+
+    /// The identity (cache key part) of `embedded/<name>` served from the
+    /// model file at `path`, without loading it (a dry run's cache check).
+    pub fn identity_of(name: &str, path: &std::path::Path) -> BackendIdentity {
+        BackendIdentity {
             backend: "embedded-gguf".into(),
             subject: format!("embedded/{name}"),
             model: name.to_string(),
-            base_url: format!("file://{}", model.path().display()),
-        };
-        Self { model, identity }
+            base_url: format!("file://{}", path.display()),
+        }
     }
 
     /// The loaded model.

@@ -23,7 +23,7 @@ mod run;
 pub use control::{Control, ControlKind};
 pub use error::{Error, Result};
 pub use prompt::Prompts;
-pub use respond::{CallSettings, Mode, Subject, respond};
+pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
 pub use run::{Config, Report, Slice, fingerprint, run, run_async, unit};
 
 /// A stable 64-bit hash of an id (the first 8 bytes of its BLAKE3), for

@@ -199,10 +199,7 @@ async fn single_shot(
     settings: &CallSettings,
     row: &mut ResponseRow,
 ) {
-    let prompt = prompts
-        .single_shot
-        .replace("{chart}", &render_chart(&variant.sections));
-    let request = ChatRequest::new(vec![Message::user(prompt)]).with_params(params(settings));
+    let request = single_shot_request(variant, prompts, settings);
     match client.chat(&request).await {
         Ok(completion) => {
             account(row, &completion);
@@ -220,6 +217,15 @@ async fn single_shot(
             }
         }
     }
+}
+
+/// The one request a single-shot subject gets for `variant` (what the
+/// response cache is keyed by, so a dry run can tell cached from new).
+pub fn single_shot_request(variant: &VariantRow, prompts: &Prompts, settings: &CallSettings) -> ChatRequest {
+    let prompt = prompts
+        .single_shot
+        .replace("{chart}", &render_chart(&variant.sections));
+    ChatRequest::new(vec![Message::user(prompt)]).with_params(params(settings))
 }
 
 fn tools() -> Vec<ToolSpec> {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use cfeval_schema::{Provenance, ResponseRow, ShardStore, VariantRow, ids};
+use cfeval_schema::{Progress, Provenance, ResponseRow, ShardStore, VariantRow, ids};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -63,6 +63,8 @@ pub struct Config {
     /// Only these families (empty: all).
     pub families: Vec<String>,
     pub allow_mixed_catalogs: bool,
+    /// Called with the number of tuples finished (answered or found done).
+    pub progress: Option<Progress>,
 }
 
 impl Default for Config {
@@ -77,6 +79,7 @@ impl Default for Config {
             slice: Slice::ALL,
             families: Vec::new(),
             allow_mixed_catalogs: false,
+            progress: None,
         }
     }
 }
@@ -203,6 +206,9 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
             report.tuples += 1;
             if done.contains(&variant.variant_id) {
                 report.skipped += 1;
+                if let Some(progress) = &config.progress {
+                    progress.add(1);
+                }
                 continue;
             }
             pending.push(variant);
@@ -286,7 +292,12 @@ async fn answer_chunk(
     let mut rows = Vec::with_capacity(tasks.len());
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok(pair) => rows.push(pair),
+            Ok(pair) => {
+                if let Some(progress) = &config.progress {
+                    progress.add(1);
+                }
+                rows.push(pair);
+            }
             Err(error) => tracing::error!(%error, "an answer task failed"),
         }
     }

@@ -62,9 +62,24 @@ pub struct Config {
     pub chunk: usize,
     /// The model-family map of the self-preference guard.
     pub families: Families,
+    /// Called with the number of responses judged.
+    pub progress: Option<cfeval_schema::Progress>,
+    /// Judge only these subjects' responses (empty: all).
+    pub only_subjects: Vec<String>,
+    /// Judge only these families' pairs (empty: all); the baselines of the
+    /// judged subjects are always scored (CMS).
+    pub only_families: Vec<String>,
 }
 
 impl Config {
+    /// Whether this judge scores `row` (the subject and family filters).
+    pub fn selects(&self, row: &ResponseRow) -> bool {
+        (self.only_subjects.is_empty() || self.only_subjects.contains(&row.subject))
+            && (self.only_families.is_empty()
+                || row.family == "baseline"
+                || self.only_families.contains(&row.family))
+    }
+
     /// Defaults for `run`, with the built-in family map.
     pub fn new(run: impl Into<String>) -> Result<Self> {
         Ok(Self {
@@ -74,6 +89,9 @@ impl Config {
             concurrency: 16,
             chunk: 256,
             families: Families::builtin()?,
+            progress: None,
+            only_subjects: Vec::new(),
+            only_families: Vec::new(),
         })
     }
 }
@@ -108,6 +126,8 @@ struct Fingerprint<'a> {
     prompt_hash: String,
     fallback: Option<(&'a str, &'a str)>,
     cms_hash: String,
+    only_subjects: &'a [String],
+    only_families: &'a [String],
     responses: Vec<String>,
     variants: Vec<String>,
     cases: Vec<String>,
@@ -165,6 +185,8 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         prompt_hash: prompt_hash.clone(),
         fallback,
         cms_hash: rule.prompt_hash(),
+        only_subjects: &config.only_subjects,
+        only_families: &config.only_families,
         responses: responses
             .entries()
             .iter()
@@ -186,7 +208,9 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     for batch in responses.read_rows::<ResponseRow>()? {
         for row in batch? {
             check_catalog(config, &mut catalog, &row.catalog_hash)?;
-            subjects.insert(row.subject.clone());
+            if config.only_subjects.is_empty() || config.only_subjects.contains(&row.subject) {
+                subjects.insert(row.subject.clone());
+            }
             if row.family == "baseline" {
                 let error =
                     (row.status != "ok").then(|| row.error.clone().unwrap_or_else(|| "status error".into()));
@@ -258,17 +282,28 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     let mut pending: Vec<ResponseRow> = Vec::new();
     for batch in responses.read_rows::<ResponseRow>()? {
         for row in batch? {
+            if !config.selects(&row) {
+                continue;
+            }
             pending.push(row);
             if pending.len() >= config.chunk.max(1) {
+                let judged = pending.len() as u64;
                 let rows = context.judge_chunk(std::mem::take(&mut pending), runtime.as_ref(), &mut report);
                 writer.write_rows(&rows)?;
                 writer.flush()?;
+                if let Some(progress) = &config.progress {
+                    progress.add(judged);
+                }
             }
         }
     }
+    let judged = pending.len() as u64;
     let rows = context.judge_chunk(pending, runtime.as_ref(), &mut report);
     writer.write_rows(&rows)?;
     writer.finish()?;
+    if let Some(progress) = &config.progress {
+        progress.add(judged);
+    }
     judgments.refresh()?;
     let entries: Vec<_> = judgments
         .entries()

@@ -14,12 +14,14 @@
 
 pub mod error;
 pub mod ids;
+pub mod progress;
 pub mod sample;
 pub mod shard;
 mod table;
 pub mod tables;
 
 pub use error::{Error, Result};
+pub use progress::Progress;
 pub use shard::{Provenance, Scan, ShardEntry, ShardStore, ShardWriter, StoreOptions, UnitRecord};
 pub use table::{Table, TableName};
 pub use tables::*;

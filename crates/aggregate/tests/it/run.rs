@@ -185,8 +185,8 @@ fn comparisons_and_agreement_rows() {
     let blind = |family: &str| find(&rows, "all", "single_shot", "rule", "blind_spot", family)[0].value;
     assert_eq!(blind("D"), 1.0);
     assert_eq!(blind("A"), 0.0);
-    // Two judges: κ over tuples, ρ over subjects.
-    let kappa = find(&rows, "all", "all", "rule vs openai/gpt-5.4", "kappa", "all");
+    // Two judges (named in sorted order): κ over tuples, ρ over subjects.
+    let kappa = find(&rows, "all", "all", "openai/gpt-5.4 vs rule", "kappa", "all");
     assert_eq!(kappa.len(), 1);
     assert!(kappa[0].value > 0.5 && kappa[0].value < 1.0, "{}", kappa[0].value);
     assert!(
@@ -194,7 +194,7 @@ fn comparisons_and_agreement_rows() {
             &rows,
             "all",
             "all",
-            "rule vs openai/gpt-5.4",
+            "openai/gpt-5.4 vs rule",
             "kappa_quadratic",
             "all"
         )
@@ -205,7 +205,7 @@ fn comparisons_and_agreement_rows() {
             &rows,
             "all",
             "agent",
-            "rule vs openai/gpt-5.4",
+            "openai/gpt-5.4 vs rule",
             "spearman_judges",
             "all"
         )

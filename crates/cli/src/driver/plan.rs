@@ -1,0 +1,422 @@
+//! `cfeval run --dry-run`: what a run would do, without calling any model:
+//! tuples and calls per subject × mode and per judge, how many calls the
+//! response cache already holds, estimated tokens and cost.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use arrow_array::{Array, BooleanArray, StringArray};
+use cfeval_infer::{CallSettings, Mode, Prompts, Slice};
+use cfeval_model::{BackendIdentity, CacheKey, Price, PriceTable, ResponseCache, SubjectSpec};
+use cfeval_schema::{ResponseRow, ShardStore, VariantRow};
+
+use crate::pipeline::{Cases, Pipeline, SubjectPlan};
+
+/// Tuples per (subject, mode name) in `slice` of the run's variants.
+pub fn tuple_counts(
+    run_dir: &Path,
+    pipeline: &Pipeline,
+    slice: Slice,
+) -> anyhow::Result<BTreeMap<(String, String), u64>> {
+    let variants = ShardStore::open_table::<VariantRow>(run_dir)?;
+    count_tuples(&variants, pipeline, slice)
+}
+
+fn count_tuples(
+    variants: &ShardStore,
+    pipeline: &Pipeline,
+    slice: Slice,
+) -> anyhow::Result<BTreeMap<(String, String), u64>> {
+    let mut per_family: BTreeMap<String, u64> = BTreeMap::new();
+    for batch in variants.scan(Some(&["variant_id", "family", "applicable"]))? {
+        let batch = batch?;
+        let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
+        let families = batch.column(1).as_any().downcast_ref::<StringArray>();
+        let applicable = batch.column(2).as_any().downcast_ref::<BooleanArray>();
+        let (Some(ids), Some(families), Some(applicable)) = (ids, families, applicable) else {
+            anyhow::bail!(
+                "variants in {} have unexpected column types",
+                variants.dir().display()
+            );
+        };
+        for row in 0..batch.num_rows() {
+            if applicable.is_valid(row) && applicable.value(row) && slice.contains(ids.value(row)) {
+                *per_family.entry(families.value(row).to_string()).or_default() += 1;
+            }
+        }
+    }
+    let mut counts = BTreeMap::new();
+    for subject in &pipeline.subjects {
+        for run in &subject.runs {
+            let tuples = per_family
+                .iter()
+                .filter(|(family, _)| {
+                    *family == "baseline" || run.families.is_empty() || run.families.contains(family)
+                })
+                .map(|(_, count)| count)
+                .sum();
+            counts.insert((subject.name.clone(), run.mode.as_str().to_string()), tuples);
+        }
+    }
+    Ok(counts)
+}
+
+/// The backend identity a subject's calls are cached under, when it can be
+/// known without a key.
+fn identity(subject: &SubjectPlan) -> Option<BackendIdentity> {
+    if let Some(model) = subject.name.strip_prefix("embedded/") {
+        return Some(cfeval_embedded::EmbeddedBackend::identity_of(
+            model,
+            &cfeval_embedded::default_model_path(),
+        ));
+    }
+    let mut spec = SubjectSpec::new(subject.name.clone());
+    spec.base_url = subject.base_url.clone();
+    spec.api_key_env = subject.api_key_env.clone();
+    // The key is not part of the identity: a placeholder stands in for a
+    // missing one so that the plan still says what is cached.
+    let key_env = subject.api_key_env.clone();
+    let env = move |name: &str| {
+        std::env::var(name).ok().or_else(|| {
+            let is_key = key_env.as_deref() == Some(name) || name.ends_with("_API_KEY");
+            is_key.then(|| "placeholder".to_string())
+        })
+    };
+    spec.resolve_with(&env)
+        .ok()
+        .map(|config| BackendIdentity::from_config(&config))
+}
+
+#[derive(Default)]
+struct UnitPlan {
+    tuples: u64,
+    done: u64,
+    calls: u64,
+    cached: Option<u64>,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost: Option<f64>,
+}
+
+fn answered(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), std::collections::HashSet<String>>> {
+    let mut done: BTreeMap<(String, String), std::collections::HashSet<String>> = BTreeMap::new();
+    let Some(responses) = ShardStore::open_existing(
+        &run_dir.join("responses"),
+        "responses",
+        <ResponseRow as cfeval_schema::Table>::schema(),
+    )?
+    else {
+        return Ok(done);
+    };
+    for batch in responses.scan(Some(&["subject", "mode", "variant_id"]))? {
+        let batch = batch?;
+        let column = |index: usize| {
+            batch
+                .column(index)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .cloned()
+        };
+        let (Some(subjects), Some(modes), Some(ids)) = (column(0), column(1), column(2)) else {
+            continue;
+        };
+        for row in 0..batch.num_rows() {
+            done.entry((subjects.value(row).to_string(), modes.value(row).to_string()))
+                .or_default()
+                .insert(ids.value(row).to_string());
+        }
+    }
+    Ok(done)
+}
+
+/// Builds the variants a fresh run would have in a scratch folder (cases and
+/// perturb are cheap and offline), unless the run already has them.
+fn variants_for_plan(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<(ShardStore, Option<PathBuf>)> {
+    if let Some(store) = ShardStore::open_existing(
+        &run_dir.join("variants"),
+        "variants",
+        <VariantRow as cfeval_schema::Table>::schema(),
+    )? && !store.entries().is_empty()
+    {
+        return Ok((store, None));
+    }
+    let scratch = std::env::temp_dir().join(format!("cfeval-plan-{}", std::process::id()));
+    let _ = fs_err::remove_dir_all(&scratch);
+    fs_err::create_dir_all(&scratch)?;
+    let inputs = match &pipeline.cases {
+        Cases::Cohort { cases, seed } => {
+            let generated = cfeval_synthesize::cohort::generate(&cfeval_synthesize::cohort::CohortConfig {
+                cases: *cases,
+                seed: *seed,
+            })?;
+            vec![cfeval_synthesize::cohort::write(&generated, &scratch.join("cohort"))?.jsonl]
+        }
+        Cases::Inputs { paths, .. } => paths.clone(),
+    };
+    let format = match &pipeline.cases {
+        Cases::Inputs { format, .. } => *format,
+        Cases::Cohort { .. } => cfeval_synthesize::InputFormat::Auto,
+    };
+    let config = cfeval_synthesize::Config {
+        run: pipeline.name.clone(),
+        format,
+        ..cfeval_synthesize::Config::default()
+    };
+    cfeval_synthesize::run(&config, &inputs, &scratch)?;
+    cfeval_perturb::run(
+        &cfeval_perturb::Config {
+            catalog: pipeline.catalog.clone(),
+            threads: None,
+        },
+        &scratch,
+    )?;
+    Ok((ShardStore::open_table::<VariantRow>(&scratch)?, Some(scratch)))
+}
+
+/// Prints the plan of `pipeline` on `run_dir` for `slice`.
+pub fn dry_run(pipeline: &Pipeline, run_dir: &Path, slice: Slice, out: &mut dyn Write) -> anyhow::Result<()> {
+    let (variants, scratch) = variants_for_plan(pipeline, run_dir)?;
+    let result = print_plan(pipeline, run_dir, slice, &variants, out);
+    if let Some(scratch) = scratch {
+        let _ = fs_err::remove_dir_all(&scratch);
+    }
+    result
+}
+
+fn print_plan(
+    pipeline: &Pipeline,
+    run_dir: &Path,
+    slice: Slice,
+    variants: &ShardStore,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "plan of {} (run `{}` in {}{})",
+        pipeline.file.display(),
+        pipeline.name,
+        run_dir.display(),
+        if slice.count > 1 {
+            format!(", infer slice {}/{}", slice.index, slice.count)
+        } else {
+            String::new()
+        }
+    )?;
+    match &pipeline.cases {
+        Cases::Cohort { cases, seed } => {
+            writeln!(out, "cases: synthetic cohort, {cases} cases, seed {seed}")?
+        }
+        Cases::Inputs { paths, format } => writeln!(
+            out,
+            "cases: {} input path(s), format {}",
+            paths.len(),
+            format.as_str()
+        )?,
+    }
+    writeln!(out, "catalog: {}", pipeline.catalog.display())?;
+    let counts = count_tuples(variants, pipeline, slice)?;
+    let done = answered(run_dir)?;
+    let cache = {
+        let dir = run_dir.join("cache");
+        if dir.is_dir() {
+            Some(ResponseCache::open(&dir, false)?)
+        } else {
+            None
+        }
+    };
+    let prices = PriceTable::bundled()?;
+    let prompts = Prompts::default();
+    writeln!(
+        out,
+        "\ninfer: {:<32} {:<12} {:>8} {:>8} {:>10} {:>8} {:>12} {:>12} {:>10}",
+        "subject", "mode", "tuples", "done", "new calls", "cached", "in tokens~", "out tokens≤", "cost≤ USD"
+    )?;
+    let mut total_calls = 0u64;
+    let mut total_cost = 0.0;
+    for subject in &pipeline.subjects {
+        for run in &subject.runs {
+            let key = (subject.name.clone(), run.mode.as_str().to_string());
+            let unit = plan_unit(
+                subject,
+                run.mode,
+                &run.families,
+                slice,
+                variants,
+                done.get(&key),
+                cache.as_ref(),
+                &prompts,
+                pipeline.seed,
+                counts.get(&key).copied().unwrap_or(0),
+                subject.price.or_else(|| prices.lookup(&subject.name)),
+            )?;
+            total_calls += unit.calls;
+            total_cost += unit.cost.unwrap_or(0.0);
+            writeln!(
+                out,
+                "       {:<32} {:<12} {:>8} {:>8} {:>10} {:>8} {:>12} {:>12} {:>10}",
+                subject.name,
+                run.mode.as_str(),
+                unit.tuples,
+                unit.done,
+                unit.calls,
+                unit.cached
+                    .map_or_else(|| "?".to_string(), |cached| cached.to_string()),
+                unit.input_tokens,
+                unit.output_tokens,
+                unit.cost
+                    .map_or_else(|| "-".to_string(), |cost| format!("{cost:.4}")),
+            )?;
+        }
+    }
+    let responses_total: u64 = counts.values().sum();
+    let pairs: u64 = {
+        let baselines: u64 = pipeline
+            .subjects
+            .iter()
+            .flat_map(|subject| subject.runs.iter())
+            .map(|_| baseline_count(variants, slice))
+            .sum::<anyhow::Result<u64>>()?;
+        responses_total.saturating_sub(baselines)
+    };
+    writeln!(out, "\njudge:")?;
+    for judge in &pipeline.judges {
+        let calls = if judge.name == cfeval_judge::RuleJudge::NAME {
+            0
+        } else {
+            pairs
+        };
+        writeln!(
+            out,
+            "       {:<32} {} responses, {} pair verdicts, {} model calls{}",
+            judge.name,
+            responses_total,
+            pairs,
+            calls,
+            judge
+                .fallback
+                .as_ref()
+                .map_or_else(String::new, |fallback| format!(
+                    " (fallback {fallback} for its own family)"
+                ))
+        )?;
+    }
+    writeln!(
+        out,
+        "\naggregate: {} stratified paired bootstrap resamples, level {}, seed {}",
+        pipeline.aggregate.resamples, pipeline.aggregate.level, pipeline.seed
+    )?;
+    writeln!(
+        out,
+        "\ntotal: {total_calls} new subject calls, cost ≤ ${total_cost:.4} (cost is an upper bound: every call at max tokens)"
+    )?;
+    let problems = pipeline.check_environment(&|name: &str| std::env::var(name).ok());
+    for problem in &problems {
+        writeln!(out, "missing: {problem}")?;
+    }
+    Ok(())
+}
+
+fn baseline_count(variants: &ShardStore, slice: Slice) -> anyhow::Result<u64> {
+    let mut count = 0;
+    for batch in variants.scan(Some(&["variant_id", "family"]))? {
+        let batch = batch?;
+        let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
+        let families = batch.column(1).as_any().downcast_ref::<StringArray>();
+        let (Some(ids), Some(families)) = (ids, families) else {
+            continue;
+        };
+        count += (0..batch.num_rows())
+            .filter(|&row| families.value(row) == "baseline" && slice.contains(ids.value(row)))
+            .count() as u64;
+    }
+    Ok(count)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_unit(
+    subject: &SubjectPlan,
+    mode: Mode,
+    families: &[String],
+    slice: Slice,
+    variants: &ShardStore,
+    done: Option<&std::collections::HashSet<String>>,
+    cache: Option<&ResponseCache>,
+    prompts: &Prompts,
+    seed: u64,
+    tuples: u64,
+    price: Option<Price>,
+) -> anyhow::Result<UnitPlan> {
+    let mut unit = UnitPlan {
+        tuples,
+        ..UnitPlan::default()
+    };
+    if subject.is_control() {
+        unit.done = done.map_or(0, |done| done.len() as u64).min(tuples);
+        unit.cached = Some(0);
+        unit.cost = Some(0.0);
+        return Ok(unit);
+    }
+    let identity = identity(subject);
+    let settings = CallSettings {
+        temperature: subject.temperature,
+        seed: Some(seed),
+        max_tokens: subject.max_tokens,
+        max_steps: subject.max_steps,
+    };
+    let calls_per_tuple = match mode {
+        Mode::SingleShot => 1,
+        Mode::Agent => u64::from(subject.max_steps.max(1)),
+    };
+    let mut cached = 0u64;
+    let mut input_chars = 0u64;
+    for batch in variants.read_rows::<VariantRow>()? {
+        for variant in batch? {
+            if !variant.applicable
+                || !slice.contains(&variant.variant_id)
+                || (!families.is_empty()
+                    && variant.family != "baseline"
+                    && !families.contains(&variant.family))
+            {
+                continue;
+            }
+            if done.is_some_and(|done| done.contains(&variant.variant_id)) {
+                unit.done += 1;
+                continue;
+            }
+            let request = cfeval_infer::single_shot_request(&variant, prompts, &settings);
+            if mode == Mode::SingleShot
+                && let (Some(identity), Some(cache)) = (&identity, cache)
+                && cache.path_of(&CacheKey::new(identity, &request)?).is_file()
+            {
+                cached += 1;
+                continue;
+            }
+            input_chars += request_chars(&request);
+        }
+    }
+    let new = unit.tuples.saturating_sub(unit.done);
+    unit.cached = (mode == Mode::SingleShot && identity.is_some()).then_some(cached);
+    unit.calls = new.saturating_sub(cached) * calls_per_tuple;
+    // About four characters per token; an agent re-sends its context each step.
+    unit.input_tokens = (input_chars / 4) * calls_per_tuple;
+    unit.output_tokens = unit.calls * u64::from(subject.max_tokens);
+    unit.cost = price.map(|price| {
+        (unit.input_tokens as f64 * price.input + unit.output_tokens as f64 * price.output) / 1_000_000.0
+    });
+    Ok(unit)
+}
+
+/// Characters of a request's text (prompt size, for the token estimate).
+fn request_chars(request: &cfeval_model::ChatRequest) -> u64 {
+    request
+        .messages
+        .iter()
+        .map(|message| match message {
+            cfeval_model::Message::System { content } | cfeval_model::Message::User { content } => {
+                content.len() as u64
+            }
+            _ => 0,
+        })
+        .sum()
+}

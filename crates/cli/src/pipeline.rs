@@ -1,0 +1,995 @@
+//! Pipeline files (`pipelines/*.toml`): what a run is made of — cases,
+//! catalog, subjects × modes, judges, aggregate settings — parsed and checked
+//! before anything runs. Every error names the file, line and column.
+//!
+//! Paths inside a pipeline file resolve relative to that file. Keys are
+//! kebab-case; unknown keys are errors. The shape:
+//!
+//! ```toml
+//! [run]
+//! name = "demo"                  # stamped on every row (default: the file's stem)
+//! dir = "../runs/demo"           # default run directory (`--run-dir` overrides)
+//! seed = 1                       # infer seed and bootstrap seed
+//!
+//! [cases]
+//! cohort = { cases = 12, seed = 1 }   # or: inputs = ["charts/"], format = "auto"
+//!
+//! [catalog]
+//! path = "../data/catalog/oncology-v1.yaml"
+//!
+//! [infer]                        # defaults for every subject
+//! max-tokens = 512
+//!
+//! [[subjects]]
+//! name = "openai/gpt-5"
+//! modes = ["single_shot", "agent"]
+//! agent-families = ["D"]         # agent mode on family D only
+//! concurrency = 32
+//! requests-per-minute = 500
+//!
+//! [[judges]]
+//! name = "openai/gpt-5.4"
+//! fallback = "anthropic/claude-opus-4-7"
+//! subjects = ["openai/gpt-5"]    # optional: judge only these subjects
+//! families = ["D"]               # optional: judge only these families' pairs
+//!
+//! [aggregate]
+//! resamples = 10000
+//! ```
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use cfeval_model::{Limits, Price, SubjectSpec};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The families a pipeline may name.
+pub const FAMILIES: [&str; 6] = ["A", "B", "C", "D", "E", "N"];
+
+/// A pipeline file's problem, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineError {
+    pub file: PathBuf,
+    /// 1-based line and column (0 when the problem has no place).
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for PipelineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file.display(), self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file.display(),
+                self.line,
+                self.column,
+                self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for PipelineError {}
+
+/// Where the cases come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cases {
+    /// The seeded synthetic cohort.
+    Cohort { cases: usize, seed: u64 },
+    /// Case files or folders, converted by E-Synthesis.
+    Inputs {
+        paths: Vec<PathBuf>,
+        format: cfeval_synthesize::InputFormat,
+    },
+}
+
+/// One (subject, mode) unit of the infer stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeRun {
+    pub mode: cfeval_infer::Mode,
+    /// Only these families (empty: all); the baseline always runs.
+    pub families: Vec<String>,
+}
+
+/// A subject as the pipeline runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectPlan {
+    pub name: String,
+    pub runs: Vec<ModeRun>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub limits: Option<Limits>,
+    pub price: Option<Price>,
+    pub max_tokens: u32,
+    pub max_steps: u32,
+    pub temperature: f64,
+}
+
+impl SubjectPlan {
+    pub fn is_control(&self) -> bool {
+        self.name.starts_with("control/")
+    }
+}
+
+/// A judge as the pipeline runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgePlan {
+    pub name: String,
+    pub fallback: Option<String>,
+    /// Judge only these subjects (empty: all).
+    pub subjects: Vec<String>,
+    /// Judge only these families' pairs (empty: all).
+    pub families: Vec<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub limits: Option<Limits>,
+}
+
+/// Aggregate settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregatePlan {
+    pub resamples: usize,
+    pub level: f64,
+    pub blind_spot_threshold: f64,
+    pub human_labels: Option<PathBuf>,
+}
+
+/// A checked pipeline, paths resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pipeline {
+    pub file: PathBuf,
+    /// The file's text (kept as the run's provenance).
+    pub text: String,
+    pub name: String,
+    pub run_dir: PathBuf,
+    pub seed: u64,
+    pub cases: Cases,
+    pub catalog: PathBuf,
+    /// Calls in flight per subject (the model client may lower it).
+    pub concurrency: usize,
+    /// Infer units running at once.
+    pub parallel_units: usize,
+    pub subjects: Vec<SubjectPlan>,
+    pub judges: Vec<JudgePlan>,
+    pub aggregate: AggregatePlan,
+}
+
+// ---------------------------------------------------------------------------
+// The file as written.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPipeline {
+    #[serde(default)]
+    run: Option<RawRun>,
+    cases: Option<Spanned<RawCases>>,
+    catalog: Option<Spanned<RawCatalog>>,
+    #[serde(default)]
+    infer: Option<RawInfer>,
+    #[serde(default)]
+    subjects: Vec<Spanned<RawSubject>>,
+    #[serde(default)]
+    judges: Vec<Spanned<RawJudge>>,
+    #[serde(default)]
+    aggregate: Option<RawAggregate>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawRun {
+    name: Option<Spanned<String>>,
+    dir: Option<Spanned<String>>,
+    seed: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawCases {
+    cohort: Option<Spanned<RawCohort>>,
+    inputs: Option<Spanned<Vec<Spanned<String>>>>,
+    format: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawCohort {
+    cases: Spanned<usize>,
+    seed: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawCatalog {
+    path: Spanned<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawInfer {
+    max_tokens: Option<u32>,
+    max_steps: Option<u32>,
+    temperature: Option<Spanned<f64>>,
+    concurrency: Option<Spanned<usize>>,
+    parallel_units: Option<Spanned<usize>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawSubject {
+    name: Spanned<String>,
+    modes: Option<Spanned<Vec<Spanned<String>>>>,
+    families: Option<Vec<Spanned<String>>>,
+    agent_families: Option<Spanned<Vec<Spanned<String>>>>,
+    base_url: Option<Spanned<String>>,
+    api_key_env: Option<Spanned<String>>,
+    concurrency: Option<Spanned<usize>>,
+    requests_per_minute: Option<u32>,
+    tokens_per_minute: Option<u64>,
+    limits: Option<Spanned<Limits>>,
+    price: Option<Price>,
+    max_tokens: Option<u32>,
+    max_steps: Option<u32>,
+    temperature: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawJudge {
+    name: Spanned<String>,
+    fallback: Option<Spanned<String>>,
+    subjects: Option<Vec<Spanned<String>>>,
+    families: Option<Vec<Spanned<String>>>,
+    base_url: Option<Spanned<String>>,
+    api_key_env: Option<Spanned<String>>,
+    limits: Option<Spanned<Limits>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawAggregate {
+    resamples: Option<Spanned<usize>>,
+    level: Option<Spanned<f64>>,
+    blind_spot_threshold: Option<Spanned<f64>>,
+    human_labels: Option<Spanned<String>>,
+}
+
+// ---------------------------------------------------------------------------
+
+/// Checks a pipeline file; what the environment must provide (API keys, the
+/// embedded model) is checked by [`Pipeline::check_environment`].
+struct Checker<'a> {
+    file: &'a Path,
+    text: &'a str,
+    base: PathBuf,
+}
+
+impl Checker<'_> {
+    fn at(&self, offset: usize, message: impl Into<String>) -> PipelineError {
+        let (line, column) = line_column(self.text, offset);
+        PipelineError {
+            file: self.file.to_path_buf(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    fn spanned<T>(&self, value: &Spanned<T>, message: impl Into<String>) -> PipelineError {
+        self.at(value.span().start, message)
+    }
+
+    fn resolve(&self, path: &str) -> PathBuf {
+        let path = Path::new(path);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.base.join(path)
+        }
+    }
+
+    fn existing(&self, value: &Spanned<String>, what: &str) -> Result<PathBuf, PipelineError> {
+        let path = self.resolve(value.get_ref());
+        if !path.exists() {
+            return Err(self.spanned(
+                value,
+                format!("{what} `{}` does not exist ({})", value.get_ref(), path.display()),
+            ));
+        }
+        Ok(path)
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|&&byte| byte == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |index| index + 1);
+    let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    (line, column)
+}
+
+fn parse_mode(text: &str) -> Option<cfeval_infer::Mode> {
+    match text {
+        "single_shot" | "single-shot" => Some(cfeval_infer::Mode::SingleShot),
+        "agent" => Some(cfeval_infer::Mode::Agent),
+        _ => None,
+    }
+}
+
+fn parse_format(text: &str) -> Option<cfeval_synthesize::InputFormat> {
+    use cfeval_synthesize::InputFormat;
+    [
+        InputFormat::Auto,
+        InputFormat::Text,
+        InputFormat::Jsonl,
+        InputFormat::Agentclinic,
+        InputFormat::Csv,
+    ]
+    .into_iter()
+    .find(|format| format.as_str() == text)
+}
+
+impl Pipeline {
+    /// Reads and checks the pipeline file at `path`.
+    pub fn load(path: &Path) -> Result<Pipeline, PipelineError> {
+        let text = std::fs::read_to_string(path).map_err(|error| PipelineError {
+            file: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the pipeline file: {error}"),
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Checks `text`, the content of the pipeline file `file`.
+    pub fn parse(file: &Path, text: &str) -> Result<Pipeline, PipelineError> {
+        let base = file
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from("."));
+        let checker = Checker { file, text, base };
+        let raw: RawPipeline = toml::from_str(text).map_err(|error| {
+            let offset = error.span().map_or(0, |span| span.start);
+            let message = error.message().trim().replace('\n', " ");
+            if error.span().is_some() {
+                checker.at(offset, message)
+            } else {
+                PipelineError {
+                    file: file.to_path_buf(),
+                    line: 0,
+                    column: 0,
+                    message,
+                }
+            }
+        })?;
+        checker.check(raw, text)
+    }
+}
+
+impl Checker<'_> {
+    fn check(&self, raw: RawPipeline, text: &str) -> Result<Pipeline, PipelineError> {
+        let top = |message: &str| PipelineError {
+            file: self.file.to_path_buf(),
+            line: 1,
+            column: 1,
+            message: message.to_string(),
+        };
+        let run = raw.run.unwrap_or(RawRun {
+            name: None,
+            dir: None,
+            seed: None,
+        });
+        let name = match &run.name {
+            Some(name) => {
+                let value = name.get_ref();
+                if value.is_empty()
+                    || !value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                {
+                    return Err(self.spanned(
+                        name,
+                        format!("run name `{value}` must be non-empty letters, digits, `-`, `_` or `.`"),
+                    ));
+                }
+                value.clone()
+            }
+            None => self
+                .file
+                .file_stem()
+                .map_or_else(|| "run".to_string(), |stem| stem.to_string_lossy().into_owned()),
+        };
+        let run_dir = match &run.dir {
+            Some(dir) => self.resolve(dir.get_ref()),
+            None => PathBuf::from("runs").join(&name),
+        };
+        let seed = run.seed.unwrap_or(0);
+
+        let Some(cases) = raw.cases else {
+            return Err(top(
+                "missing [cases]: give `cohort = { cases = N }` or `inputs = [...]`",
+            ));
+        };
+        let cases = self.cases(&cases)?;
+
+        let Some(catalog) = raw.catalog else {
+            return Err(top("missing [catalog] with `path = \"...yaml\"`"));
+        };
+        let catalog_path = self.existing(&catalog.get_ref().path, "catalog")?;
+        let diagnostics = cfeval_perturb::catalog::check(&catalog_path);
+        if let Some(first) = diagnostics.first() {
+            return Err(self.spanned(
+                &catalog.get_ref().path,
+                format!(
+                    "catalog {} is invalid ({} error(s)); first: {first} (run `cfeval catalog check {}`)",
+                    catalog_path.display(),
+                    diagnostics.len(),
+                    catalog_path.display()
+                ),
+            ));
+        }
+
+        let infer = raw.infer.unwrap_or_default();
+        let concurrency = self.positive(infer.concurrency.as_ref(), 16, "concurrency")?;
+        let parallel_units = self.positive(infer.parallel_units.as_ref(), 4, "parallel-units")?;
+        let temperature = self.temperature(infer.temperature.as_ref(), 0.0)?;
+        let defaults = Defaults {
+            max_tokens: infer.max_tokens.unwrap_or(512),
+            max_steps: infer.max_steps.unwrap_or(8),
+            temperature,
+        };
+
+        if raw.subjects.is_empty() {
+            return Err(top("no [[subjects]]: name at least one subject to evaluate"));
+        }
+        let mut subjects = Vec::new();
+        let mut seen = BTreeSet::new();
+        for subject in &raw.subjects {
+            let plan = self.subject(subject, &defaults)?;
+            if !seen.insert(plan.name.clone()) {
+                return Err(self.spanned(
+                    &subject.get_ref().name,
+                    format!("subject `{}` is named twice", plan.name),
+                ));
+            }
+            subjects.push(plan);
+        }
+
+        if raw.judges.is_empty() {
+            return Err(top("no [[judges]]: name at least one judge (`rule` is offline)"));
+        }
+        let families = cfeval_judge::Families::builtin().map_err(|error| top(&error.to_string()))?;
+        let mut judges = Vec::new();
+        let mut seen = BTreeSet::new();
+        for judge in &raw.judges {
+            let plan = self.judge(judge, &subjects, &families)?;
+            if !seen.insert(plan.name.clone()) {
+                return Err(self.spanned(
+                    &judge.get_ref().name,
+                    format!("judge `{}` is named twice", plan.name),
+                ));
+            }
+            judges.push(plan);
+        }
+
+        let aggregate = raw.aggregate.unwrap_or_default();
+        let resamples = self.positive(aggregate.resamples.as_ref(), 10_000, "resamples")?;
+        let level = match &aggregate.level {
+            Some(level) if !(*level.get_ref() > 0.0 && *level.get_ref() < 1.0) => {
+                return Err(self.spanned(
+                    level,
+                    format!("level {} is not in (0, 1), e.g. 0.95", level.get_ref()),
+                ));
+            }
+            Some(level) => *level.get_ref(),
+            None => 0.95,
+        };
+        let blind_spot_threshold = match &aggregate.blind_spot_threshold {
+            Some(value) if !(0.0..=1.0).contains(value.get_ref()) => {
+                return Err(self.spanned(
+                    value,
+                    format!("blind-spot-threshold {} is not in [0, 1]", value.get_ref()),
+                ));
+            }
+            Some(value) => *value.get_ref(),
+            None => 0.2,
+        };
+        let human_labels = match &aggregate.human_labels {
+            Some(path) => Some(self.existing(path, "human labels file")?),
+            None => None,
+        };
+
+        Ok(Pipeline {
+            file: self.file.to_path_buf(),
+            text: text.to_string(),
+            name,
+            run_dir,
+            seed,
+            cases,
+            catalog: catalog_path,
+            concurrency,
+            parallel_units,
+            subjects,
+            judges,
+            aggregate: AggregatePlan {
+                resamples,
+                level,
+                blind_spot_threshold,
+                human_labels,
+            },
+        })
+    }
+
+    fn positive(
+        &self,
+        value: Option<&Spanned<usize>>,
+        default: usize,
+        key: &str,
+    ) -> Result<usize, PipelineError> {
+        match value {
+            Some(value) if *value.get_ref() == 0 => {
+                Err(self.spanned(value, format!("{key} must be at least 1")))
+            }
+            Some(value) => Ok(*value.get_ref()),
+            None => Ok(default),
+        }
+    }
+
+    fn temperature(&self, value: Option<&Spanned<f64>>, default: f64) -> Result<f64, PipelineError> {
+        match value {
+            Some(value) if !(0.0..=2.0).contains(value.get_ref()) => {
+                Err(self.spanned(value, format!("temperature {} is not in [0, 2]", value.get_ref())))
+            }
+            Some(value) => Ok(*value.get_ref()),
+            None => Ok(default),
+        }
+    }
+
+    fn cases(&self, cases: &Spanned<RawCases>) -> Result<Cases, PipelineError> {
+        let raw = cases.get_ref();
+        match (&raw.cohort, &raw.inputs) {
+            (Some(_), Some(inputs)) => {
+                Err(self.spanned(inputs, "[cases] gives both `cohort` and `inputs`; choose one"))
+            }
+            (None, None) => Err(self.spanned(
+                cases,
+                "[cases] needs `cohort = { cases = N }` or `inputs = [\"path\", ...]`",
+            )),
+            (Some(cohort), None) => {
+                if let Some(format) = &raw.format {
+                    return Err(self.spanned(format, "`format` applies to `inputs`, not to a cohort"));
+                }
+                let count = cohort.get_ref().cases.get_ref();
+                if *count == 0 {
+                    return Err(self.spanned(&cohort.get_ref().cases, "a cohort needs at least 1 case"));
+                }
+                Ok(Cases::Cohort {
+                    cases: *count,
+                    seed: cohort.get_ref().seed.unwrap_or(0),
+                })
+            }
+            (None, Some(inputs)) => {
+                if inputs.get_ref().is_empty() {
+                    return Err(self.spanned(inputs, "`inputs` is empty"));
+                }
+                let paths = inputs
+                    .get_ref()
+                    .iter()
+                    .map(|path| self.existing(path, "input"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let format = match &raw.format {
+                    Some(format) => parse_format(format.get_ref()).ok_or_else(|| {
+                        self.spanned(
+                            format,
+                            format!(
+                                "unknown format `{}` (auto, text, jsonl, agentclinic or csv)",
+                                format.get_ref()
+                            ),
+                        )
+                    })?,
+                    None => cfeval_synthesize::InputFormat::Auto,
+                };
+                Ok(Cases::Inputs { paths, format })
+            }
+        }
+    }
+
+    fn families(&self, values: &[Spanned<String>]) -> Result<Vec<String>, PipelineError> {
+        let mut families = Vec::new();
+        for value in values {
+            if !FAMILIES.contains(&value.get_ref().as_str()) {
+                return Err(self.spanned(
+                    value,
+                    format!("unknown family `{}` (A, B, C, D, E or N)", value.get_ref()),
+                ));
+            }
+            if !families.contains(value.get_ref()) {
+                families.push(value.get_ref().clone());
+            }
+        }
+        Ok(families)
+    }
+
+    fn model_name(&self, name: &Spanned<String>, role: &str) -> Result<(), PipelineError> {
+        let value = name.get_ref();
+        if let Some(model) = value.strip_prefix("embedded/") {
+            if model.is_empty() {
+                return Err(self.spanned(name, format!("{role} `{value}` names no embedded model")));
+            }
+            return Ok(());
+        }
+        // The provider table decides; environment values are not needed to
+        // know whether the name is well formed.
+        let spec = SubjectSpec::new(value.clone());
+        let placeholder = |var: &str| {
+            Some(
+                if var.ends_with("_BASE_URL") {
+                    "http://localhost"
+                } else {
+                    "placeholder"
+                }
+                .to_string(),
+            )
+        };
+        match spec.resolve_with(&placeholder) {
+            Ok(_) => Ok(()),
+            Err(error) => Err(self.spanned(name, format!("{role} `{value}`: {error}"))),
+        }
+    }
+
+    fn limits(&self, limits: Option<&Spanned<Limits>>) -> Result<Option<Limits>, PipelineError> {
+        match limits {
+            Some(limits) => match limits.get_ref().validate() {
+                Ok(()) => Ok(Some(limits.get_ref().clone())),
+                Err(error) => Err(self.spanned(limits, format!("invalid limits: {error}"))),
+            },
+            None => Ok(None),
+        }
+    }
+
+    fn subject(
+        &self,
+        subject: &Spanned<RawSubject>,
+        defaults: &Defaults,
+    ) -> Result<SubjectPlan, PipelineError> {
+        let raw = subject.get_ref();
+        let name = raw.name.get_ref().clone();
+        let control = name.starts_with("control/");
+        if control {
+            let guidelines = cfeval_guidelines::Guidelines::builtin()
+                .map_err(|error| self.spanned(&raw.name, error.to_string()))?;
+            cfeval_infer::Control::parse(&name, guidelines)
+                .map_err(|error| self.spanned(&raw.name, format!("subject `{name}`: {error}")))?;
+            for (key, present) in [
+                ("base-url", raw.base_url.as_ref().map(|value| value.span().start)),
+                (
+                    "api-key-env",
+                    raw.api_key_env.as_ref().map(|value| value.span().start),
+                ),
+                ("limits", raw.limits.as_ref().map(|value| value.span().start)),
+                (
+                    "concurrency",
+                    raw.concurrency.as_ref().map(|value| value.span().start),
+                ),
+            ] {
+                if let Some(offset) = present {
+                    return Err(self.at(
+                        offset,
+                        format!("`{key}` does not apply to the control subject `{name}` (it makes no calls)"),
+                    ));
+                }
+            }
+        } else {
+            self.model_name(&raw.name, "subject")?;
+        }
+        let modes = match &raw.modes {
+            Some(modes) => {
+                if modes.get_ref().is_empty() {
+                    return Err(self.spanned(modes, "`modes` is empty (single_shot, agent)"));
+                }
+                let mut parsed = Vec::new();
+                for mode in modes.get_ref() {
+                    let value = parse_mode(mode.get_ref()).ok_or_else(|| {
+                        self.spanned(
+                            mode,
+                            format!("unknown mode `{}` (single_shot or agent)", mode.get_ref()),
+                        )
+                    })?;
+                    if parsed.contains(&value) {
+                        return Err(self.spanned(mode, format!("mode `{}` is named twice", mode.get_ref())));
+                    }
+                    parsed.push(value);
+                }
+                parsed
+            }
+            None => vec![cfeval_infer::Mode::SingleShot],
+        };
+        let families = match &raw.families {
+            Some(values) => self.families(values)?,
+            None => Vec::new(),
+        };
+        let agent_families = match &raw.agent_families {
+            Some(values) => {
+                if !modes.contains(&cfeval_infer::Mode::Agent) {
+                    return Err(self.spanned(values, "`agent-families` is set but `modes` has no `agent`"));
+                }
+                Some(self.families(values.get_ref())?)
+            }
+            None => None,
+        };
+        let runs = modes
+            .iter()
+            .map(|&mode| ModeRun {
+                mode,
+                families: match (mode, &agent_families) {
+                    (cfeval_infer::Mode::Agent, Some(agent)) => agent.clone(),
+                    _ => families.clone(),
+                },
+            })
+            .collect();
+        let mut limits = self.limits(raw.limits.as_ref())?;
+        if let Some(concurrency) = &raw.concurrency {
+            if *concurrency.get_ref() == 0 {
+                return Err(self.spanned(concurrency, "concurrency must be at least 1"));
+            }
+            limits.get_or_insert_with(Limits::default).max_concurrency = *concurrency.get_ref();
+        }
+        if let Some(rpm) = raw.requests_per_minute {
+            limits.get_or_insert_with(Limits::default).requests_per_minute = Some(rpm);
+        }
+        if let Some(tpm) = raw.tokens_per_minute {
+            limits.get_or_insert_with(Limits::default).tokens_per_minute = Some(tpm);
+        }
+        if let Some(limits) = &limits
+            && let Err(error) = limits.validate()
+        {
+            return Err(self.spanned(&raw.name, format!("subject `{name}`: invalid limits: {error}")));
+        }
+        if let Some(url) = &raw.base_url {
+            self.url(url)?;
+        }
+        if let Some(env) = &raw.api_key_env {
+            self.env_name(env)?;
+        }
+        Ok(SubjectPlan {
+            name,
+            runs,
+            base_url: raw.base_url.as_ref().map(|value| value.get_ref().clone()),
+            api_key_env: raw.api_key_env.as_ref().map(|value| value.get_ref().clone()),
+            limits,
+            price: raw.price,
+            max_tokens: raw.max_tokens.unwrap_or(defaults.max_tokens),
+            max_steps: raw.max_steps.unwrap_or(defaults.max_steps),
+            temperature: self.temperature(raw.temperature.as_ref(), defaults.temperature)?,
+        })
+    }
+
+    fn url(&self, url: &Spanned<String>) -> Result<(), PipelineError> {
+        let value = url.get_ref();
+        if !(value.starts_with("http://") || value.starts_with("https://")) {
+            return Err(self.spanned(
+                url,
+                format!("base-url `{value}` must start with http:// or https://"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn env_name(&self, env: &Spanned<String>) -> Result<(), PipelineError> {
+        let value = env.get_ref();
+        let valid = !value.is_empty()
+            && !value.starts_with(|c: char| c.is_ascii_digit())
+            && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            // Someone pasted the key itself here: never echo it.
+            return Err(self.spanned(
+                env,
+                "api-key-env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), not a key",
+            ));
+        }
+        Ok(())
+    }
+
+    fn judge(
+        &self,
+        judge: &Spanned<RawJudge>,
+        subjects: &[SubjectPlan],
+        families: &cfeval_judge::Families,
+    ) -> Result<JudgePlan, PipelineError> {
+        let raw = judge.get_ref();
+        let name = raw.name.get_ref().clone();
+        if name.starts_with("control/") {
+            return Err(self.spanned(
+                &raw.name,
+                format!("`{name}` is a control subject, not a judge (use `rule` or a model name)"),
+            ));
+        }
+        let rule = name == cfeval_judge::RuleJudge::NAME;
+        if !rule {
+            self.model_name(&raw.name, "judge")?;
+        }
+        if let Some(fallback) = &raw.fallback {
+            if rule {
+                return Err(self.spanned(fallback, "the rule judge needs no fallback"));
+            }
+            if fallback.get_ref() == &name {
+                return Err(self.spanned(fallback, "a judge cannot be its own fallback"));
+            }
+            if fallback.get_ref().starts_with("control/")
+                || fallback.get_ref() == cfeval_judge::RuleJudge::NAME
+            {
+                return Err(self.spanned(
+                    fallback,
+                    format!("fallback `{}` must be a model judge", fallback.get_ref()),
+                ));
+            }
+            self.model_name(fallback, "fallback judge")?;
+        }
+        let mut only_subjects = Vec::new();
+        for subject in raw.subjects.iter().flatten() {
+            if !subjects.iter().any(|plan| &plan.name == subject.get_ref()) {
+                return Err(self.spanned(
+                    subject,
+                    format!(
+                        "judge `{name}` names `{}`, which is not a subject of this pipeline",
+                        subject.get_ref()
+                    ),
+                ));
+            }
+            only_subjects.push(subject.get_ref().clone());
+        }
+        let only_families = match &raw.families {
+            Some(values) => self.families(values)?,
+            None => Vec::new(),
+        };
+        if !rule {
+            let fallback = raw.fallback.as_ref().map(|value| value.get_ref().as_str());
+            let judged = subjects
+                .iter()
+                .filter(|subject| only_subjects.is_empty() || only_subjects.contains(&subject.name));
+            for subject in judged {
+                if let Err(error) = families.guard(&name, fallback, &subject.name) {
+                    let at = raw
+                        .fallback
+                        .as_ref()
+                        .map_or(raw.name.span().start, |value| value.span().start);
+                    return Err(self.at(at, format!("judge `{name}`: {error}")));
+                }
+            }
+        }
+        if let Some(url) = &raw.base_url {
+            self.url(url)?;
+        }
+        if let Some(env) = &raw.api_key_env {
+            self.env_name(env)?;
+        }
+        if rule {
+            for (key, present) in [
+                ("base-url", raw.base_url.as_ref().map(|value| value.span().start)),
+                (
+                    "api-key-env",
+                    raw.api_key_env.as_ref().map(|value| value.span().start),
+                ),
+                ("limits", raw.limits.as_ref().map(|value| value.span().start)),
+            ] {
+                if let Some(offset) = present {
+                    return Err(self.at(offset, format!("`{key}` does not apply to the rule judge")));
+                }
+            }
+        }
+        Ok(JudgePlan {
+            name,
+            fallback: raw.fallback.as_ref().map(|value| value.get_ref().clone()),
+            subjects: only_subjects,
+            families: only_families,
+            base_url: raw.base_url.as_ref().map(|value| value.get_ref().clone()),
+            api_key_env: raw.api_key_env.as_ref().map(|value| value.get_ref().clone()),
+            limits: self.limits(raw.limits.as_ref())?,
+        })
+    }
+}
+
+struct Defaults {
+    max_tokens: u32,
+    max_steps: u32,
+    temperature: f64,
+}
+
+/// One model a pipeline calls, for the environment check.
+struct Endpoint<'a> {
+    name: &'a str,
+    role: &'a str,
+    base_url: Option<&'a String>,
+    api_key_env: Option<&'a String>,
+}
+
+impl Pipeline {
+    fn endpoints(&self) -> Vec<Endpoint<'_>> {
+        let mut endpoints = Vec::new();
+        for subject in self.subjects.iter().filter(|subject| !subject.is_control()) {
+            endpoints.push(Endpoint {
+                name: &subject.name,
+                role: "subject",
+                base_url: subject.base_url.as_ref(),
+                api_key_env: subject.api_key_env.as_ref(),
+            });
+        }
+        for judge in &self.judges {
+            if judge.name == cfeval_judge::RuleJudge::NAME {
+                continue;
+            }
+            endpoints.push(Endpoint {
+                name: &judge.name,
+                role: "judge",
+                base_url: judge.base_url.as_ref(),
+                api_key_env: judge.api_key_env.as_ref(),
+            });
+            if let Some(fallback) = &judge.fallback {
+                endpoints.push(Endpoint {
+                    name: fallback,
+                    role: "fallback judge",
+                    base_url: None,
+                    api_key_env: None,
+                });
+            }
+        }
+        endpoints
+    }
+
+    /// What the environment lacks for this pipeline: API keys and base URLs
+    /// (named by variable, never by value) and the embedded model file. Each
+    /// problem names the line of the subject or judge that needs it.
+    pub fn check_environment(&self, env: &dyn Fn(&str) -> Option<String>) -> Vec<PipelineError> {
+        let mut problems = Vec::new();
+        for endpoint in self.endpoints() {
+            let message = if endpoint.name.starts_with("embedded/") {
+                let path = cfeval_embedded::default_model_path();
+                (!path.exists()).then(|| {
+                    format!(
+                        "{} `{}`: the embedded model is not at {} (run `bash scripts/install.sh`, or set CFEVAL_MODEL_PATH)",
+                        endpoint.role,
+                        endpoint.name,
+                        path.display()
+                    )
+                })
+            } else {
+                let mut spec = SubjectSpec::new(endpoint.name);
+                spec.base_url = endpoint.base_url.cloned();
+                spec.api_key_env = endpoint.api_key_env.cloned();
+                spec.resolve_with(env)
+                    .err()
+                    .map(|error| format!("{} `{}`: {error}", endpoint.role, endpoint.name))
+            };
+            if let Some(message) = message {
+                let (line, column) = self.locate(endpoint.name);
+                problems.push(PipelineError {
+                    file: self.file.clone(),
+                    line,
+                    column,
+                    message,
+                });
+            }
+        }
+        problems
+    }
+
+    /// The line and column where `name` is first written as a value.
+    fn locate(&self, name: &str) -> (usize, usize) {
+        let quoted = format!("\"{name}\"");
+        match self.text.find(&quoted) {
+            Some(offset) => line_column(&self.text, offset),
+            None => (0, 0),
+        }
+    }
+}

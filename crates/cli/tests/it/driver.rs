@@ -1,0 +1,391 @@
+//! `cfeval run PIPELINE` end to end, as processes: SIGKILLed at 20 random
+//! moments and resumed, it ends with the uninterrupted run's tables; a
+//! changed judge reruns judge and aggregate with no subject call; three
+//! `--shard i/3` processes on one run directory give the one-process scores.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cfeval_model::testing::{BackgroundServer, ServerConfig};
+
+/// Calls in flight for the HTTP subject.
+const CONCURRENCY: u64 = 2;
+const KILLS: usize = 20;
+const SUBJECT_MODEL: &str = "driver-model";
+const JUDGE_MODEL: &str = "judge-model";
+
+fn catalog() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/catalog/oncology-v1.yaml")
+        .canonicalize()
+        .expect("catalog")
+        .display()
+        .to_string()
+}
+
+/// A pipeline with two controls and one HTTP subject at `url`; `judges` is
+/// the judges' TOML.
+fn write_pipeline(dir: &Path, url: &str, judges: &str) -> PathBuf {
+    let text = format!(
+        r#"[run]
+name = "driver"
+seed = 7
+
+[cases]
+cohort = {{ cases = 10, seed = 3 }}
+
+[catalog]
+path = "{catalog}"
+
+[[subjects]]
+name = "control/reference"
+
+[[subjects]]
+name = "control/erratic"
+
+[[subjects]]
+name = "vllm/{SUBJECT_MODEL}"
+base-url = "{url}"
+concurrency = {CONCURRENCY}
+max-tokens = 64
+
+{judges}
+
+[aggregate]
+resamples = 300
+"#,
+        catalog = catalog()
+    );
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, text).expect("write pipeline");
+    path
+}
+
+const RULE_JUDGE: &str = "[[judges]]\nname = \"rule\"\n";
+
+fn run_command(cwd: &Path, pipeline: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cfeval"));
+    command
+        .current_dir(cwd)
+        .arg("run")
+        .arg(pipeline)
+        .args(["--run-dir", "runs/driver"])
+        .args(extra)
+        .env("CFEVAL_PROGRESS", "plain")
+        .env_remove("RUST_LOG")
+        .env_remove("VLLM_API_KEY")
+        .env_remove("VLLM_BASE_URL");
+    command
+}
+
+fn succeeded(output: Output, what: &str) -> String {
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Every table's rows as sorted JSON lines, without the per-call
+/// bookkeeping that differs between a clean and a resumed call (latency,
+/// attempts, whether the answer came from the response cache).
+fn tables(run: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut tables = BTreeMap::new();
+    for table in [
+        "cases",
+        "cases_quarantine",
+        "variants",
+        "responses",
+        "judgments",
+        "scores",
+    ] {
+        if !run.join(table).is_dir() {
+            continue;
+        }
+        let output = Command::new(env!("CARGO_BIN_EXE_cfeval"))
+            .args(["show", table, "--run"])
+            .arg(run)
+            .output()
+            .expect("cfeval show");
+        let text = succeeded(output, "cfeval show");
+        let mut rows: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let mut value: serde_json::Value = serde_json::from_str(line).expect("json row");
+                if let Some(object) = value.as_object_mut() {
+                    for volatile in ["latency_ms", "attempts", "cached"] {
+                        object.remove(volatile);
+                    }
+                }
+                value.to_string()
+            })
+            .collect();
+        rows.sort();
+        tables.insert(table.to_string(), rows);
+    }
+    tables
+}
+
+fn assert_same_tables(
+    expected: &BTreeMap<String, Vec<String>>,
+    actual: &BTreeMap<String, Vec<String>>,
+    what: &str,
+) {
+    assert_eq!(
+        expected.keys().collect::<Vec<_>>(),
+        actual.keys().collect::<Vec<_>>(),
+        "{what}: tables"
+    );
+    for (table, rows) in expected {
+        let other = &actual[table];
+        assert_eq!(rows.len(), other.len(), "{what}: {table} row count");
+        for (index, (left, right)) in rows.iter().zip(other).enumerate() {
+            assert_eq!(left, right, "{what}: {table} row {index} differs");
+        }
+    }
+}
+
+fn verdict_server() -> BackgroundServer {
+    let responder: cfeval_model::testing::Responder = Arc::new(|model: &str, _prompt: &str| {
+        if model == JUDGE_MODEL {
+            r#"{"score": 1.0, "label": "updated_correct", "rationale": "the plan moved as expected"}"#
+                .to_string()
+        } else {
+            format!(
+                "Assessment for {model}: continue current therapy.\nRECOMMENDATION: continue current therapy"
+            )
+        }
+    });
+    BackgroundServer::start(ServerConfig {
+        latency: Duration::from_millis(25),
+        responder: Some(responder),
+        ..ServerConfig::default()
+    })
+    .expect("test server")
+}
+
+/// The summary line of a stage.
+fn stage_line(stdout: &str, prefix: &str) -> String {
+    stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in {stdout}"))
+        .to_string()
+}
+
+struct Clean {
+    dir: tempfile::TempDir,
+    pipeline: PathBuf,
+    tables: BTreeMap<String, Vec<String>>,
+    calls: u64,
+    seconds: f64,
+}
+
+fn clean_run(server: &BackgroundServer) -> Clean {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pipeline = write_pipeline(dir.path(), &server.openai_base_url(), RULE_JUDGE);
+    let before = server.requests_for_model(SUBJECT_MODEL);
+    let start = Instant::now();
+    let stdout = succeeded(
+        run_command(dir.path(), &pipeline, &[])
+            .output()
+            .expect("cfeval run"),
+        "clean run",
+    );
+    let seconds = start.elapsed().as_secs_f64();
+    assert!(stdout.contains("5 aggregate"), "{stdout}");
+    let calls = server.requests_for_model(SUBJECT_MODEL) - before;
+    let tables = tables(&dir.path().join("runs/driver"));
+    let responses = tables["responses"].len() as u64;
+    assert!(
+        calls > 50 && calls * 3 == responses,
+        "one call per HTTP tuple: {calls} of {responses}"
+    );
+    assert!(!tables["scores"].is_empty());
+    Clean {
+        dir,
+        pipeline,
+        tables,
+        calls,
+        seconds,
+    }
+}
+
+#[test]
+fn sigkilled_runs_resume_to_the_uninterrupted_tables() {
+    let server = verdict_server();
+    let clean = clean_run(&server);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pipeline = write_pipeline(dir.path(), &server.openai_base_url(), RULE_JUDGE);
+    let before = server.requests_for_model(SUBJECT_MODEL);
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut killed = 0;
+    for _ in 0..KILLS {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        // A random moment: after 1–8 more subject calls reached the server
+        // (calls are in flight), or, once no call comes any more (judge,
+        // aggregate), at a random time within the clean run's duration.
+        let fraction = (state >> 11) as f64 / (1u64 << 53) as f64;
+        let deadline = Duration::from_secs_f64(clean.seconds * fraction);
+        let target = server.requests_for_model(SUBJECT_MODEL) + 1 + (state >> 40) % 8;
+        let start = Instant::now();
+        let mut child = run_command(dir.path(), &pipeline, &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn cfeval run");
+        loop {
+            if child.try_wait().expect("poll").is_some() {
+                break;
+            }
+            if server.requests_for_model(SUBJECT_MODEL) >= target
+                || (start.elapsed() >= deadline && server.requests_for_model(SUBJECT_MODEL) + 1 < target)
+            {
+                child.kill().expect("SIGKILL");
+                killed += 1;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child.wait().expect("reap");
+    }
+    assert!(
+        killed >= KILLS / 2,
+        "only {killed} of {KILLS} runs were still running when killed"
+    );
+    let stdout = succeeded(
+        run_command(dir.path(), &pipeline, &[])
+            .output()
+            .expect("final run"),
+        "final run",
+    );
+    assert!(
+        stdout.contains("report") || stdout.contains("5 aggregate"),
+        "{stdout}"
+    );
+    let resumed = tables(&dir.path().join("runs/driver"));
+    assert_same_tables(&clean.tables, &resumed, "resumed after 20 kills");
+    // Each kill loses at most the calls in flight.
+    let calls = server.requests_for_model(SUBJECT_MODEL) - before;
+    assert!(
+        calls <= clean.calls + killed as u64 * CONCURRENCY,
+        "{calls} calls against {} clean + {killed} kills × {CONCURRENCY} in flight",
+        clean.calls
+    );
+    // Nothing left half-written: a rerun finds everything complete.
+    let stdout = succeeded(
+        run_command(dir.path(), &pipeline, &[]).output().expect("rerun"),
+        "rerun",
+    );
+    assert!(stdout.contains("model calls 0"), "{stdout}");
+    drop(clean.dir);
+}
+
+#[test]
+fn a_changed_judge_reruns_judge_and_aggregate_only() {
+    let server = verdict_server();
+    let clean = clean_run(&server);
+    let subject_calls = server.requests_for_model(SUBJECT_MODEL);
+    let judges = format!(
+        "{RULE_JUDGE}\n[[judges]]\nname = \"vllm/{JUDGE_MODEL}\"\nbase-url = \"{}\"\nfamilies = [\"D\"]\n",
+        server.openai_base_url()
+    );
+    let pipeline = write_pipeline(clean.dir.path(), &server.openai_base_url(), &judges);
+    let stdout = succeeded(
+        run_command(clean.dir.path(), &pipeline, &[])
+            .output()
+            .expect("judge rerun"),
+        "judge rerun",
+    );
+    assert_eq!(
+        server.requests_for_model(SUBJECT_MODEL),
+        subject_calls,
+        "no subject call: {stdout}"
+    );
+    assert!(server.requests_for_model(JUDGE_MODEL) > 0, "the new judge judged");
+    assert!(stdout.contains("model calls 0"), "{stdout}");
+    let line = |prefix: &str| stage_line(&stdout, prefix);
+    assert!(line("1 cases").contains("skipped"), "{stdout}");
+    assert!(line("2 perturb").contains("skipped"), "{stdout}");
+    assert!(line("4 judge rule").contains("skipped"), "{stdout}");
+    assert!(
+        line(&format!("4 judge vllm/{JUDGE_MODEL}")).contains("done"),
+        "{stdout}"
+    );
+    assert!(line("5 aggregate").contains("done"), "{stdout}");
+    let after = tables(&clean.dir.path().join("runs/driver"));
+    assert_eq!(
+        after["responses"], clean.tables["responses"],
+        "responses untouched"
+    );
+    assert!(after["judgments"].len() > clean.tables["judgments"].len());
+    assert!(after["judgments"].iter().any(|row| row.contains(JUDGE_MODEL)));
+    // And `--from judge` forces judge and aggregate again, still without a
+    // subject call (the judge's calls come from the cache).
+    let judge_calls = server.requests_for_model(JUDGE_MODEL);
+    let stdout = succeeded(
+        run_command(clean.dir.path(), &pipeline, &["--from", "judge"])
+            .output()
+            .expect("--from judge"),
+        "--from judge",
+    );
+    assert!(stage_line(&stdout, "4 judge rule").contains("done"), "{stdout}");
+    assert!(stage_line(&stdout, "5 aggregate").contains("done"), "{stdout}");
+    assert!(stage_line(&stdout, "3 infer").contains("skipped"), "{stdout}");
+    assert_eq!(server.requests_for_model(SUBJECT_MODEL), subject_calls);
+    assert_eq!(
+        server.requests_for_model(JUDGE_MODEL),
+        judge_calls,
+        "judge calls served from the cache"
+    );
+    assert_eq!(tables(&clean.dir.path().join("runs/driver")), after);
+    let _ = clean.pipeline;
+}
+
+#[test]
+fn three_shard_processes_give_the_one_process_scores() {
+    let server = verdict_server();
+    let clean = clean_run(&server);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pipeline = write_pipeline(dir.path(), &server.openai_base_url(), RULE_JUDGE);
+    let before = server.requests_for_model(SUBJECT_MODEL);
+    let children: Vec<_> = (1..=3)
+        .map(|index| {
+            run_command(dir.path(), &pipeline, &["--shard", &format!("{index}/3")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn shard")
+        })
+        .collect();
+    let outputs: Vec<String> = children
+        .into_iter()
+        .enumerate()
+        .map(|(index, child)| {
+            succeeded(
+                child.wait_with_output().expect("shard"),
+                &format!("shard {}/3", index + 1),
+            )
+        })
+        .collect();
+    let judged = outputs
+        .iter()
+        .filter(|stdout| stdout.contains("4 judge rule") && stdout.contains("5 aggregate"))
+        .count();
+    assert!(judged >= 1, "one shard judged and aggregated: {outputs:?}");
+    assert_eq!(
+        server.requests_for_model(SUBJECT_MODEL) - before,
+        clean.calls,
+        "the slices split the calls without overlap"
+    );
+    let sharded = tables(&dir.path().join("runs/driver"));
+    assert_same_tables(&clean.tables, &sharded, "three shards");
+}
