@@ -1,6 +1,8 @@
 //! Integration tests of the `cfeval` binary.
 
+mod driver;
 mod inspect;
 mod judge;
+mod pipeline_files;
 mod python_readers;
 mod support;
