@@ -54,6 +54,7 @@ pub fn scatter(id: &str, title: &str, control_family: &str, points: &[ScatterPoi
     (figure.frame, places) = super::layer(id, (WIDTH, HEIGHT), |area| {
         let mut chart = ChartBuilder::on(area)
             .margin(20)
+            .margin_top(40)
             .margin_right(40)
             .x_label_area_size(48)
             .y_label_area_size(60)
@@ -88,44 +89,46 @@ pub fn scatter(id: &str, title: &str, control_family: &str, points: &[ScatterPoi
             5,
             guide,
         ))?;
-        let (left, top) = chart.backend_coord(&(0.0, 1.0));
+        // Top corners above the frame (points crowd the top left), bottom ones inside it.
+        let (left, above) = chart.backend_coord(&(0.0, 1.03));
         let (right, bottom) = chart.backend_coord(&(x_max, 0.0));
+        let (top, bottom) = (above - 12, bottom - 14);
         let corners = [
             (
                 "responsive and stable",
-                (left + 10, top + 14),
+                (left, top),
                 HPos::Left,
-                VPos::Center,
                 GOOD,
                 FontStyle::Bold,
             ),
             (
                 "responsive, unstable",
-                (right - 10, top + 14),
+                (right, top),
                 HPos::Right,
-                VPos::Center,
                 MUTED,
                 FontStyle::Normal,
             ),
             (
                 "stable, unresponsive",
-                (left + 10, bottom - 14),
+                (left + 10, bottom),
                 HPos::Left,
-                VPos::Center,
                 MUTED,
                 FontStyle::Normal,
             ),
             (
                 "unresponsive and unstable",
-                (right - 10, bottom - 14),
+                (right - 10, bottom),
                 HPos::Right,
-                VPos::Center,
                 BAD,
                 FontStyle::Bold,
             ),
         ];
-        for (label, at, h, v, color, style) in corners {
-            area.draw(&Text::new(label, at, text_with(12.0, style, color, h, v)))?;
+        for (label, at, h, color, style) in corners {
+            area.draw(&Text::new(
+                label,
+                at,
+                text_with(12.0, style, color, h, VPos::Center),
+            ))?;
         }
         Ok(points
             .iter()

@@ -65,6 +65,8 @@ pub struct Cell {
     pub text: String,
     pub control: bool,
     pub numeric: bool,
+    /// A finding to stand out (a blind spot).
+    pub flag: bool,
 }
 
 impl Cell {
@@ -73,14 +75,14 @@ impl Cell {
             text: text.into(),
             control: false,
             numeric: false,
+            flag: false,
         }
     }
 
     fn number(text: impl Into<String>) -> Self {
         Self {
-            text: text.into(),
-            control: false,
             numeric: true,
+            ..Self::text(text)
         }
     }
 
@@ -91,9 +93,8 @@ impl Cell {
 
     fn subject(subject: &str, control: bool) -> Self {
         Self {
-            text: subject.to_string(),
             control,
-            numeric: false,
+            ..Self::text(subject)
         }
     }
 }

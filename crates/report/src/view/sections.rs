@@ -50,6 +50,7 @@ pub fn blind_spots(scores: &Scores<'_>, settings: &Settings) -> BlindSpots {
     for ((_, mode, judge), by_family) in &grid {
         let mut cells = vec![Cell::text(*mode), Cell::text(*judge)];
         for family in &families {
+            let mut flag = false;
             let text = match by_family.get(family) {
                 None => "—".to_string(),
                 Some((best, blind)) => {
@@ -59,13 +60,17 @@ pub fn blind_spots(scores: &Scores<'_>, settings: &Settings) -> BlindSpots {
                             "Family {family}: no subject under test reaches the threshold{threshold}; \
                              best CSS {best} (mode {mode}, judge {judge})."
                         ));
+                        flag = true;
                         format!("{best} (blind spot)")
                     } else {
                         best
                     }
                 }
             };
-            cells.push(Cell::number(text));
+            cells.push(Cell {
+                flag,
+                ..Cell::number(text)
+            });
         }
         table.rows.push(cells);
     }
