@@ -1,4 +1,4 @@
-//! `cfeval show` and `cfeval status`: looking inside a run without Python.
+//! `cfeval show`: looking inside a run without Python.
 
 use std::io::Write;
 
@@ -6,7 +6,7 @@ use anyhow::Context;
 use arrow_array::RecordBatch;
 use cfeval_schema::{ShardStore, TableName};
 
-use crate::args::{ShowArgs, ShowFormat, StatusArgs};
+use crate::args::{ShowArgs, ShowFormat};
 
 /// Prints a table's rows as JSON lines or an aligned text table.
 pub fn show(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
@@ -48,31 +48,5 @@ fn write_jsonl(batch: &RecordBatch, out: &mut dyn Write) -> anyhow::Result<()> {
         .build::<_, arrow_json::writer::LineDelimited>(out);
     writer.write(batch).context("failed to write rows as JSON")?;
     writer.finish()?;
-    Ok(())
-}
-
-/// Prints, per table of a run, its shards, rows and completed units.
-pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    if !args.run.is_dir() {
-        anyhow::bail!("no run directory at {}", args.run.display());
-    }
-    writeln!(out, "run {}", args.run.display())?;
-    for table in TableName::ALL {
-        let dir = args.run.join(table.dir_name());
-        match ShardStore::open_existing(&dir, table.dir_name(), table.schema())? {
-            None => writeln!(out, "  {:<18} not started", table.dir_name())?,
-            Some(store) => {
-                let units: Vec<_> = store.units().collect();
-                writeln!(
-                    out,
-                    "  {:<18} {} shards, {} rows, {} units complete",
-                    table.dir_name(),
-                    store.entries().len(),
-                    store.rows(),
-                    units.len()
-                )?;
-            }
-        }
-    }
     Ok(())
 }

@@ -12,6 +12,7 @@ mod inspect;
 mod judge_cmd;
 mod perturb_cmd;
 pub mod pipeline;
+mod status;
 mod subjects;
 mod synthesize_cmd;
 
@@ -49,7 +50,7 @@ fn init_tracing() {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Show(args) => inspect::show(&args, &mut std::io::stdout().lock()),
-        Command::Status(args) => inspect::status(&args, &mut std::io::stdout().lock()),
+        Command::Status(args) => status::status(&args, &mut std::io::stdout().lock()),
         Command::Cohort(args) => synthesize_cmd::cohort(&args, &mut std::io::stdout().lock()),
         Command::Synthesize(args) => synthesize_cmd::synthesize(&args, &mut std::io::stdout().lock()),
         Command::Perturb(args) => perturb_cmd::perturb(&args, &mut std::io::stdout().lock()),

@@ -83,6 +83,45 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     outcome
 }
 
+/// The infer settings of one (subject, mode) unit of `pipeline`.
+pub fn infer_config(
+    pipeline: &Pipeline,
+    subject: &SubjectPlan,
+    run: &ModeRun,
+    slice: Slice,
+) -> cfeval_infer::Config {
+    cfeval_infer::Config {
+        run: pipeline.name.clone(),
+        mode: run.mode,
+        settings: CallSettings {
+            temperature: subject.temperature,
+            seed: Some(pipeline.seed),
+            max_tokens: subject.max_tokens,
+            max_steps: subject.max_steps,
+        },
+        concurrency: subject
+            .limits
+            .as_ref()
+            .map_or(pipeline.concurrency, |limits| limits.max_concurrency),
+        slice,
+        families: run.families.clone(),
+        ..cfeval_infer::Config::default()
+    }
+}
+
+/// The aggregate settings of `pipeline`.
+pub fn aggregate_config(pipeline: &Pipeline) -> cfeval_aggregate::Config {
+    let settings = &pipeline.aggregate;
+    cfeval_aggregate::Config {
+        resamples: settings.resamples,
+        seed: pipeline.seed,
+        level: settings.level,
+        blind_spot_threshold: settings.blind_spot_threshold,
+        human_labels: settings.human_labels.clone(),
+        ..cfeval_aggregate::Config::default()
+    }
+}
+
 /// The stage order, for `--from`.
 fn rank(stage: Stage) -> u8 {
     match stage {
@@ -356,23 +395,7 @@ impl Driver {
     }
 
     fn infer_config(&self, subject: &SubjectPlan, run: &ModeRun, slice: Slice) -> cfeval_infer::Config {
-        cfeval_infer::Config {
-            run: self.pipeline.name.clone(),
-            mode: run.mode,
-            settings: CallSettings {
-                temperature: subject.temperature,
-                seed: Some(self.pipeline.seed),
-                max_tokens: subject.max_tokens,
-                max_steps: subject.max_steps,
-            },
-            concurrency: subject
-                .limits
-                .as_ref()
-                .map_or(self.pipeline.concurrency, |limits| limits.max_concurrency),
-            slice,
-            families: run.families.clone(),
-            ..cfeval_infer::Config::default()
-        }
+        infer_config(&self.pipeline, subject, run, slice)
     }
 
     fn model_settings(&self, subject: &SubjectPlan) -> ModelSettings {
@@ -660,14 +683,7 @@ impl Driver {
             })?;
         }
         let settings = &self.pipeline.aggregate;
-        let config = cfeval_aggregate::Config {
-            resamples: settings.resamples,
-            seed: self.pipeline.seed,
-            level: settings.level,
-            blind_spot_threshold: settings.blind_spot_threshold,
-            human_labels: settings.human_labels.clone(),
-            ..cfeval_aggregate::Config::default()
-        };
+        let config = aggregate_config(&self.pipeline);
         let report = cfeval_aggregate::run(&config, &self.run_dir)?;
         let state = if report.skipped {
             "complete (skipped)".to_string()
@@ -682,7 +698,10 @@ impl Driver {
         // matches the scores even after an interrupted run.
         let paths = cfeval_report::write_with(&self.run_dir, &cfeval_report::Settings::from(&config))
             .context("writing the report")?;
-        self.note("6 report", format!("{} and {}", paths.html.display(), paths.markdown.display()));
+        self.note(
+            "6 report",
+            format!("{} and {}", paths.html.display(), paths.markdown.display()),
+        );
         self.with_summary(|summary| summary.report = Some(paths.html.clone()));
         Ok(())
     }

@@ -28,6 +28,28 @@ fn count_tuples(
     pipeline: &Pipeline,
     slice: Slice,
 ) -> anyhow::Result<BTreeMap<(String, String), u64>> {
+    let per_family = family_counts(variants, slice)?;
+    let mut counts = BTreeMap::new();
+    for subject in &pipeline.subjects {
+        for run in &subject.runs {
+            let tuples = per_family
+                .iter()
+                .filter(|(family, _)| runs_family(&run.families, family))
+                .map(|(_, count)| count)
+                .sum();
+            counts.insert((subject.name.clone(), run.mode.as_str().to_string()), tuples);
+        }
+    }
+    Ok(counts)
+}
+
+/// Whether a unit limited to `families` (empty: all) answers `family`.
+fn runs_family(families: &[String], family: &str) -> bool {
+    family == "baseline" || families.is_empty() || families.iter().any(|name| name == family)
+}
+
+/// Applicable variants in `slice` per family (`baseline` included).
+fn family_counts(variants: &ShardStore, slice: Slice) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut per_family: BTreeMap<String, u64> = BTreeMap::new();
     for batch in variants.scan(Some(&["variant_id", "family", "applicable"]))? {
         let batch = batch?;
@@ -46,20 +68,7 @@ fn count_tuples(
             }
         }
     }
-    let mut counts = BTreeMap::new();
-    for subject in &pipeline.subjects {
-        for run in &subject.runs {
-            let tuples = per_family
-                .iter()
-                .filter(|(family, _)| {
-                    *family == "baseline" || run.families.is_empty() || run.families.contains(family)
-                })
-                .map(|(_, count)| count)
-                .sum();
-            counts.insert((subject.name.clone(), run.mode.as_str().to_string()), tuples);
-        }
-    }
-    Ok(counts)
+    Ok(per_family)
 }
 
 /// The backend identity a subject's calls are cached under, when it can be
@@ -269,18 +278,27 @@ fn print_plan(
             )?;
         }
     }
-    let responses_total: u64 = counts.values().sum();
-    let pairs: u64 = {
-        let baselines: u64 = pipeline
-            .subjects
-            .iter()
-            .flat_map(|subject| subject.runs.iter())
-            .map(|_| baseline_count(variants, slice))
-            .sum::<anyhow::Result<u64>>()?;
-        responses_total.saturating_sub(baselines)
-    };
+    let per_family = family_counts(variants, slice)?;
     writeln!(out, "\njudge:")?;
     for judge in &pipeline.judges {
+        // Responses this judge scores, and the pair verdicts among them.
+        let (mut responses, mut pairs) = (0u64, 0u64);
+        for subject in &pipeline.subjects {
+            if !judge.subjects.is_empty() && !judge.subjects.contains(&subject.name) {
+                continue;
+            }
+            for run in &subject.runs {
+                for (family, count) in &per_family {
+                    if !runs_family(&run.families, family) || !runs_family(&judge.families, family) {
+                        continue;
+                    }
+                    responses += count;
+                    if family != "baseline" {
+                        pairs += count;
+                    }
+                }
+            }
+        }
         let calls = if judge.name == cfeval_judge::RuleJudge::NAME {
             0
         } else {
@@ -288,11 +306,8 @@ fn print_plan(
         };
         writeln!(
             out,
-            "       {:<32} {} responses, {} pair verdicts, {} model calls{}",
+            "       {:<32} {responses} responses, {pairs} pair verdicts, {calls} model calls (at most){}",
             judge.name,
-            responses_total,
-            pairs,
-            calls,
             judge
                 .fallback
                 .as_ref()
@@ -315,22 +330,6 @@ fn print_plan(
         writeln!(out, "missing: {problem}")?;
     }
     Ok(())
-}
-
-fn baseline_count(variants: &ShardStore, slice: Slice) -> anyhow::Result<u64> {
-    let mut count = 0;
-    for batch in variants.scan(Some(&["variant_id", "family"]))? {
-        let batch = batch?;
-        let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
-        let families = batch.column(1).as_any().downcast_ref::<StringArray>();
-        let (Some(ids), Some(families)) = (ids, families) else {
-            continue;
-        };
-        count += (0..batch.num_rows())
-            .filter(|&row| families.value(row) == "baseline" && slice.contains(ids.value(row)))
-            .count() as u64;
-    }
-    Ok(count)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -389,3 +389,77 @@ fn three_shard_processes_give_the_one_process_scores() {
     let sharded = tables(&dir.path().join("runs/driver"));
     assert_same_tables(&clean.tables, &sharded, "three shards");
 }
+
+#[test]
+fn status_says_complete_stale_and_not_started() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pipeline = dir.path().join("controls.toml");
+    let text = format!(
+        "[run]\nname = \"status\"\n[cases]\ncohort = {{ cases = 4, seed = 2 }}\n[catalog]\npath = \"{}\"\n\
+         [[subjects]]\nname = \"control/reference\"\n[[judges]]\nname = \"rule\"\n[aggregate]\nresamples = 50\n",
+        catalog()
+    );
+    std::fs::write(&pipeline, &text).expect("write");
+    succeeded(
+        run_command(dir.path(), &pipeline, &[]).output().expect("run"),
+        "run",
+    );
+    let run = dir.path().join("runs/driver");
+    let status = || {
+        succeeded(
+            Command::new(env!("CARGO_BIN_EXE_cfeval"))
+                .arg("status")
+                .arg(&run)
+                .output()
+                .expect("status"),
+            "status",
+        )
+    };
+    let first = status();
+    assert!(first.contains("units: 6 complete"), "{first}");
+    // New responses after judging: the judge's unit is stale, not the scores'.
+    succeeded(
+        Command::new(env!("CARGO_BIN_EXE_cfeval"))
+            .args(["infer", "--subject", "control/constant", "--run"])
+            .arg(&run)
+            .output()
+            .expect("infer"),
+        "infer",
+    );
+    let second = status();
+    let judge = stage_line(&second, "judge=rule");
+    assert!(judge.contains("stale: `responses` changed"), "{second}");
+    assert!(stage_line(&second, "aggregate").contains("complete"), "{second}");
+    // The kept pipeline now names a subject that has not run, and a changed
+    // setting makes the reference's unit stale.
+    let kept = run.join("pipeline.toml");
+    let changed = text.replace(
+        "[[subjects]]\nname = \"control/reference\"\n",
+        "[infer]\nmax-tokens = 99\n[[subjects]]\nname = \"control/reference\"\n[[subjects]]\nname = \"control/erratic\"\n",
+    );
+    std::fs::write(&kept, changed).expect("edit kept pipeline");
+    let third = status();
+    assert!(
+        stage_line(&third, "subject=control/reference/mode=single_shot")
+            .contains("stale: the pipeline's settings"),
+        "{third}"
+    );
+    assert!(
+        stage_line(&third, "subject=control/erratic/mode=single_shot").contains("not started"),
+        "{third}"
+    );
+    // And `cfeval run` brings everything back to complete.
+    let pipeline_changed = dir.path().join("changed.toml");
+    std::fs::copy(&kept, &pipeline_changed).expect("copy");
+    succeeded(
+        run_command(dir.path(), &pipeline_changed, &[])
+            .output()
+            .expect("rerun"),
+        "rerun",
+    );
+    let fourth = status();
+    assert!(
+        !fourth.contains("stale") && !fourth.contains("not started"),
+        "{fourth}"
+    );
+}
