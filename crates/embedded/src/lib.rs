@@ -213,9 +213,14 @@ impl EmbeddedModel {
             })
     }
 
-    /// Generates a reply.
-    pub fn generate(&self, request: &Request) -> Result<Generation> {
-        let prompt = self.render(&request.messages)?;
+    /// How many tokens `messages` take once rendered with the chat template
+    /// (the prompt that [`EmbeddedModel::generate`] processes).
+    pub fn prompt_tokens(&self, messages: &[Message]) -> Result<usize> {
+        Ok(self.tokenize_prompt(messages)?.len())
+    }
+
+    fn tokenize_prompt(&self, messages: &[Message]) -> Result<Vec<llama_cpp_2::token::LlamaToken>> {
+        let prompt = self.render(messages)?;
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
         if tokens.is_empty() {
             return Err(Error::Inference {
@@ -223,6 +228,12 @@ impl EmbeddedModel {
                 detail: "the prompt has no tokens".into(),
             });
         }
+        Ok(tokens)
+    }
+
+    /// Generates a reply.
+    pub fn generate(&self, request: &Request) -> Result<Generation> {
+        let tokens = self.tokenize_prompt(&request.messages)?;
         let limit = self.context_limit();
         let needed = tokens.len() as u64 + u64::from(request.max_tokens) + 1;
         if needed > u64::from(limit) {

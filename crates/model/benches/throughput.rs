@@ -23,20 +23,8 @@ use cfeval_model::{
     http_backend,
 };
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
+mod support;
+use support::{env_number, runtime};
 
 fn client(server: &TestServer, concurrency: usize, store: Option<&Path>) -> ModelClient {
     let limits = Limits {

@@ -122,6 +122,20 @@ fn http_subject(server: &BackgroundServer, model: &str, cache: &Path) -> Arc<Sub
     })
 }
 
+/// A model subject built from `spec` (no cache).
+fn model_subject(spec: SubjectSpec, native_tools: bool) -> Arc<Subject> {
+    let name = spec.name.clone();
+    let client = ModelClient::from_config(spec.resolve().expect("resolve"), None)
+        .expect("client")
+        .build()
+        .expect("build");
+    Arc::new(Subject::Model {
+        name,
+        client,
+        native_tools,
+    })
+}
+
 #[test]
 fn controls_answer_every_applicable_variant_and_are_marked() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -234,6 +248,94 @@ fn agent_mode_records_the_trace_against_native_tools() {
 }
 
 #[test]
+fn agent_mode_text_protocol_reads_the_variants_chart_and_counts_bad_calls() {
+    // A model without native tools, driven by the text protocol: list the sections,
+    // ask for one that does not exist (an error fed back and counted), read the
+    // biomarkers, then answer from what the tool returned.
+    let responder: cfeval_model::testing::Responder = Arc::new(|_model: &str, last: &str| {
+        let Some(result) = last.strip_prefix("Tool result:\n") else {
+            return "I will look at the chart first.\nACTION: list_chart_sections".to_string();
+        };
+        if result.starts_with("error:") {
+            "ACTION: read_chart_section Biomarkers".to_string()
+        } else if result.contains("HER2") {
+            let plan = if result.contains("HER2 positive") {
+                "trastuzumab"
+            } else {
+                "endocrine therapy"
+            };
+            format!("Reasoning: the chart says {result}\nRecommendation: {plan}")
+        } else {
+            "ACTION: read_chart_section radiology".to_string()
+        }
+    });
+    let server = BackgroundServer::start(ServerConfig {
+        responder: Some(responder),
+        ..ServerConfig::default()
+    })
+    .expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 3);
+    let spec = SubjectSpec {
+        base_url: Some(server.openai_base_url()),
+        ..SubjectSpec::new("vllm/text-agent")
+    };
+    let subject = model_subject(spec, false);
+    let config = Config {
+        mode: Mode::Agent,
+        ..Config::default()
+    };
+    let report = cfeval_infer::run(&config, subject, dir.path()).expect("run");
+    assert_eq!((report.answered, report.errors), (tuples, 0));
+    // Four model calls per variant, none with native tools offered.
+    assert_eq!(server.requests(), tuples * 4);
+    let body = server.last_body().expect("a request");
+    assert!(body.get("tools").is_none(), "no native tools: {body}");
+    let rows = read_responses(dir.path());
+    assert_eq!(rows.len() as u64, tuples);
+    for row in rows {
+        let tools: Vec<(&str, Option<&str>)> = row
+            .trace
+            .iter()
+            .map(|step| (step.kind.as_str(), step.tool.as_deref()))
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                ("tool_call", Some("list_chart_sections")),
+                ("error", Some("read_chart_section")),
+                ("tool_call", Some("read_chart_section")),
+                ("final", None),
+            ],
+            "{:?}",
+            row.trace
+        );
+        assert!(
+            row.trace[1]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("radiology"))
+        );
+        assert_eq!(row.trace[2].section.as_deref(), Some("biomarkers"));
+        assert!(row.trace[2].result_hash.is_some());
+        assert_eq!(row.tool_errors, 1);
+        assert_eq!(row.sections_read, ["biomarkers"]);
+        // The tool served this variant's chart: the HER2 flip reaches the answer.
+        let expected = if row.intervention == "A1" {
+            "trastuzumab"
+        } else {
+            "endocrine therapy"
+        };
+        assert_eq!(
+            row.recommendation.as_deref(),
+            Some(expected),
+            "{}",
+            row.intervention
+        );
+    }
+}
+
+#[test]
 fn faults_end_in_a_response_or_a_recorded_error_never_lost_or_duplicated() {
     let server = BackgroundServer::start(ServerConfig {
         faults: FaultRates {
@@ -258,15 +360,7 @@ fn faults_end_in_a_response_or_a_recorded_error_never_lost_or_duplicated() {
         },
         ..SubjectSpec::new("vllm/faulty")
     };
-    let client = ModelClient::from_config(spec.resolve().expect("resolve"), None)
-        .expect("client")
-        .build()
-        .expect("build");
-    let subject = Arc::new(Subject::Model {
-        name: "vllm/faulty".into(),
-        client,
-        native_tools: true,
-    });
+    let subject = model_subject(spec, true);
     let report = cfeval_infer::run(
         &Config {
             chunk: 8,
