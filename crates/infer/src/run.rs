@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use cfeval_schema::{Progress, Provenance, ResponseRow, ShardStore, VariantRow, ids};
+use cfeval_schema::{Progress, Provenance, ResponseRow, ShardStore, StoreOptions, Table, VariantRow, ids};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -143,6 +143,9 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
     })
 }
 
+/// Variant rows per read batch (a few MiB).
+const VARIANT_BATCH_ROWS: usize = 1024;
+
 /// Runs `subject` over the run's variants (blocking; builds its own runtime).
 pub fn run(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Report> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -155,7 +158,17 @@ pub fn run(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Rep
 
 /// The async body of [`run`], for callers that already have a runtime.
 pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Report> {
-    let variants = ShardStore::open_table::<VariantRow>(run_dir)?;
+    // Variant rows carry a whole chart each, and several units stream them at
+    // once: read them in small batches.
+    let variants = ShardStore::open(
+        &run_dir.join(VariantRow::NAME),
+        VariantRow::NAME,
+        VariantRow::schema(),
+        StoreOptions {
+            read_batch_rows: VARIANT_BATCH_ROWS,
+            ..StoreOptions::default()
+        },
+    )?;
     if variants.entries().is_empty() {
         return Err(Error::NoVariants(run_dir.display().to_string()));
     }

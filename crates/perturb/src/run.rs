@@ -112,40 +112,53 @@ pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
     });
     for batch in cases.read_rows::<CaseRow>().map_err(schema)? {
         let batch = batch.map_err(schema)?;
-        let rows: Vec<VariantRow> = pool.install(|| {
-            batch
-                .par_iter()
-                .flat_map_iter(|case| engine::apply(&catalog, case))
-                .collect()
-        });
-        report.cases += batch.len() as u64;
-        for row in &rows {
-            report.variants += 1;
-            if row.intervention == "baseline" {
-                continue;
-            }
-            let count = report
-                .interventions
-                .entry(row.intervention.clone())
-                .or_insert_with(|| InterventionCount {
-                    family: row.family.clone(),
-                    ..InterventionCount::default()
-                });
-            if row.applicable {
-                count.applicable += 1;
-                report.applicable += 1;
-            } else {
-                count.not_applicable += 1;
-                report.not_applicable += 1;
-            }
+        // A few hundred cases at a time: a case's variants each carry the
+        // whole edited chart, so a read batch's worth (thousands of cases)
+        // would hold hundreds of MiB at once.
+        for cases in batch.chunks(CASES_PER_CHUNK) {
+            let rows: Vec<VariantRow> = pool.install(|| {
+                cases
+                    .par_iter()
+                    .flat_map_iter(|case| engine::apply(&catalog, case))
+                    .collect()
+            });
+            report.cases += cases.len() as u64;
+            count(&mut report, &rows);
+            writer.write_rows(&rows).map_err(schema)?;
         }
-        writer.write_rows(&rows).map_err(schema)?;
     }
     let shards = writer.finish().map_err(schema)?;
     variants
         .mark_complete(UNIT, &fingerprint, &shards)
         .map_err(schema)?;
     Ok(report)
+}
+
+/// Cases whose variants are made and written together.
+const CASES_PER_CHUNK: usize = 256;
+
+/// Adds `rows` to the report's counts.
+fn count(report: &mut Report, rows: &[VariantRow]) {
+    for row in rows {
+        report.variants += 1;
+        if row.intervention == "baseline" {
+            continue;
+        }
+        let count = report
+            .interventions
+            .entry(row.intervention.clone())
+            .or_insert_with(|| InterventionCount {
+                family: row.family.clone(),
+                ..InterventionCount::default()
+            });
+        if row.applicable {
+            count.applicable += 1;
+            report.applicable += 1;
+        } else {
+            count.not_applicable += 1;
+            report.not_applicable += 1;
+        }
+    }
 }
 
 /// The pre-registration lock for later stages: given the catalog hashes of
