@@ -88,6 +88,8 @@ pub enum CatalogCommand {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Mode {
+    /// `single_shot` (as the tables spell it) or `single-shot`.
+    #[value(name = "single_shot", alias = "single-shot")]
     SingleShot,
     Agent,
 }

@@ -126,6 +126,8 @@ pub struct JudgePlan {
     pub subjects: Vec<String>,
     /// Judge only these families' pairs (empty: all).
     pub families: Vec<String>,
+    /// The verdict's token budget (default: the judge's own, 512).
+    pub max_tokens: Option<u32>,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub limits: Option<Limits>,
@@ -245,6 +247,7 @@ struct RawJudge {
     fallback: Option<Spanned<String>>,
     subjects: Option<Vec<Spanned<String>>>,
     families: Option<Vec<Spanned<String>>>,
+    max_tokens: Option<Spanned<u32>>,
     base_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
     limits: Option<Spanned<Limits>>,
@@ -305,6 +308,31 @@ impl Checker<'_> {
         }
         Ok(path)
     }
+}
+
+/// `path` with `.` and `..` resolved lexically (`pipelines/../runs/demo` is
+/// `runs/demo`), so that one run directory always has one name: stages
+/// fingerprint their input paths.
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut parts: Vec<Component<'_>> = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match parts.last() {
+                Some(Component::Normal(_)) => {
+                    parts.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => parts.push(component),
+            },
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return PathBuf::from(".");
+    }
+    parts.iter().collect()
 }
 
 /// 1-based line and column of a byte offset.
@@ -895,8 +923,17 @@ impl Checker<'_> {
         if let Some(env) = &raw.api_key_env {
             self.env_name(env)?;
         }
+        if let Some(max_tokens) = &raw.max_tokens
+            && *max_tokens.get_ref() < 16
+        {
+            return Err(self.spanned(max_tokens, "max-tokens below 16 cannot hold a verdict"));
+        }
         if rule {
             for (key, present) in [
+                (
+                    "max-tokens",
+                    raw.max_tokens.as_ref().map(|value| value.span().start),
+                ),
                 ("base-url", raw.base_url.as_ref().map(|value| value.span().start)),
                 (
                     "api-key-env",
@@ -914,6 +951,7 @@ impl Checker<'_> {
             fallback: raw.fallback.as_ref().map(|value| value.get_ref().clone()),
             subjects: only_subjects,
             families: only_families,
+            max_tokens: raw.max_tokens.as_ref().map(|value| *value.get_ref()),
             base_url: raw.base_url.as_ref().map(|value| value.get_ref().clone()),
             api_key_env: raw.api_key_env.as_ref().map(|value| value.get_ref().clone()),
             limits: self.limits(raw.limits.as_ref())?,

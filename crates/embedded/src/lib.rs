@@ -263,6 +263,14 @@ impl EmbeddedModel {
                 })?
         };
         let mut sampler = self.sampler(request)?;
+        // Greedy decoding under a grammar takes the fast path (see `next_token`).
+        let mut grammar = match &request.grammar {
+            Some(grammar) if request.temperature <= 0.0 => Some(
+                LlamaSampler::grammar(&self.model, grammar, "root")
+                    .map_err(|error| Error::Grammar(error.to_string()))?,
+            ),
+            _ => None,
+        };
 
         let started = Instant::now();
         let batch_size = self.options.batch_tokens as usize;
@@ -293,7 +301,10 @@ impl EmbeddedModel {
         let mut completion_tokens = 0usize;
         let mut finish_reason = "length";
         while completion_tokens < request.max_tokens as usize {
-            let token = sampler.sample(&context, batch.n_tokens() - 1);
+            let token = match grammar.as_mut() {
+                Some(grammar) => greedy_under_grammar(&context, batch.n_tokens() - 1, grammar),
+                None => sampler.sample(&context, batch.n_tokens() - 1),
+            };
             if vocab.is_eog(token) {
                 finish_reason = "stop";
                 break;
@@ -324,6 +335,10 @@ impl EmbeddedModel {
     }
 
     fn sampler(&self, request: &Request) -> Result<LlamaSampler> {
+        if request.temperature <= 0.0 && request.grammar.is_some() {
+            // Unused: `greedy_under_grammar` picks the tokens.
+            return Ok(LlamaSampler::greedy());
+        }
         let mut chain = Vec::new();
         if let Some(grammar) = &request.grammar {
             chain.push(
@@ -339,4 +354,40 @@ impl EmbeddedModel {
         }
         Ok(LlamaSampler::chain_simple(chain))
     }
+}
+
+/// The greedy token that `grammar` allows, as the grammar-then-greedy chain
+/// would pick it, but without checking the whole vocabulary at every step:
+/// when the unconstrained argmax is allowed (most steps) it is also the
+/// argmax among the allowed tokens; only otherwise is the grammar applied to
+/// every candidate. This is llama.cpp's own common sampler strategy; it makes
+/// constrained decoding about as fast as free decoding.
+fn greedy_under_grammar(
+    context: &llama_cpp_2::context::LlamaContext<'_>,
+    index: i32,
+    grammar: &mut LlamaSampler,
+) -> llama_cpp_2::token::LlamaToken {
+    use llama_cpp_2::token::LlamaToken;
+    use llama_cpp_2::token::data::LlamaTokenData;
+    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+    let logits = context.get_logits_ith(index);
+    let mut best = 0usize;
+    for (id, logit) in logits.iter().enumerate() {
+        if *logit > logits[best] {
+            best = id;
+        }
+    }
+    let candidate = LlamaToken(best as i32);
+    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(candidate, logits[best], 0.0)], false);
+    grammar.apply(&mut single);
+    let token = if single.data.first().is_some_and(|data| data.logit().is_finite()) {
+        candidate
+    } else {
+        let mut all = context.token_data_array_ith(index);
+        grammar.apply(&mut all);
+        all.sample_token_greedy()
+    };
+    grammar.accept(token);
+    token
 }

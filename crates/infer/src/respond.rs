@@ -200,7 +200,7 @@ async fn single_shot(
     row: &mut ResponseRow,
 ) {
     let request = single_shot_request(variant, prompts, settings);
-    match client.chat(&request).await {
+    match client.chat_tagged(&request, Some(&variant.variant_id)).await {
         Ok(completion) => {
             account(row, &completion);
             row.cached = completion.from_cache;
@@ -384,7 +384,7 @@ async fn agent(
         if native_tools {
             request = request.with_tools(tools());
         }
-        let completion = match client.chat(&request).await {
+        let completion = match client.chat_tagged(&request, Some(&variant.variant_id)).await {
             Ok(completion) => completion,
             Err(error) => {
                 row.status = "error".into();

@@ -239,6 +239,13 @@ impl LlmJudge {
         }
     }
 
+    /// Caps the verdict's length in tokens (default 512); a small local
+    /// judge that runs on can then not hold a run up.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens.max(1);
+        self
+    }
+
     /// The prompt template's hash.
     pub fn prompt_hash(&self) -> &str {
         self.prompt.hash()

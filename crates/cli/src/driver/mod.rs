@@ -43,7 +43,8 @@ use progress::Bars;
 /// Runs (or, with `--dry-run`, plans) a pipeline file.
 pub fn run(args: &RunArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let pipeline = Pipeline::load(&args.pipeline)?;
-    let run_dir = args.run_dir.clone().unwrap_or_else(|| pipeline.run_dir.clone());
+    let run_dir =
+        crate::pipeline::normalize(&args.run_dir.clone().unwrap_or_else(|| pipeline.run_dir.clone()));
     let slice = match &args.shard {
         Some(text) => Slice::parse(text)?,
         None => Slice::ALL,
@@ -81,6 +82,31 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     summary.seconds = start.elapsed().as_secs_f64();
     summary.print(&driver.run_dir, out)?;
     outcome
+}
+
+/// Responses per (subject, family), for the judges' progress totals.
+fn response_counts(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), u64>> {
+    let responses = ShardStore::open_table::<ResponseRow>(run_dir)?;
+    let mut counts = BTreeMap::new();
+    for batch in responses.scan(Some(&["subject", "family"]))? {
+        let batch = batch?;
+        let column = |index: usize| {
+            batch
+                .column(index)
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .cloned()
+        };
+        let (Some(subjects), Some(families)) = (column(0), column(1)) else {
+            continue;
+        };
+        for row in 0..batch.num_rows() {
+            *counts
+                .entry((subjects.value(row).to_string(), families.value(row).to_string()))
+                .or_default() += 1;
+        }
+    }
+    Ok(counts)
 }
 
 /// The infer settings of one (subject, mode) unit of `pipeline`.
@@ -352,11 +378,11 @@ impl Driver {
         if jsonl.is_file() && fs_err::read_to_string(&settings_path).is_ok_and(|text| text == settings) {
             return Ok(jsonl);
         }
-        let generated =
-            cfeval_synthesize::cohort::generate(&cfeval_synthesize::cohort::CohortConfig { cases, seed })
-                .context("generating the cohort")?;
-        let files = cfeval_synthesize::cohort::write(&generated, &dir)
-            .with_context(|| format!("writing the cohort into {}", dir.display()))?;
+        let files = cfeval_synthesize::cohort::generate_into(
+            &cfeval_synthesize::cohort::CohortConfig { cases, seed },
+            &dir,
+        )
+        .with_context(|| format!("writing the cohort into {}", dir.display()))?;
         let temp = dir.join(format!(".settings.json.{}.tmp", std::process::id()));
         fs_err::write(&temp, &settings)?;
         fs_err::rename(&temp, &settings_path)?;
@@ -609,11 +635,20 @@ impl Driver {
                 units.iter().any(|owned| owned == unit)
             })?;
         }
-        let responses = ShardStore::open_table::<ResponseRow>(&self.run_dir)?;
-        let total = responses.rows();
+        let counts = response_counts(&self.run_dir)?;
         for plan in &self.pipeline.judges {
             let judge = self.build_judge(plan)?;
             let label = format!("judge {}", plan.name);
+            let total = counts
+                .iter()
+                .filter(|((subject, family), _)| {
+                    (plan.subjects.is_empty() || plan.subjects.contains(subject))
+                        && (plan.families.is_empty()
+                            || family == "baseline"
+                            || plan.families.contains(family))
+                })
+                .map(|(_, count)| count)
+                .sum();
             let bar = self.bars.bar(&label, Some(total));
             let mut config = cfeval_judge::Config::new(self.pipeline.name.clone())?;
             config.progress = Some(bar.progress());
@@ -658,7 +693,11 @@ impl Driver {
             };
             let client = model_client(name, &self.run_dir, &settings)
                 .with_context(|| format!("building the client of judge {name}"))?;
-            Ok(Box::new(cfeval_judge::LlmJudge::new(name, Arc::new(client))?))
+            let judge = cfeval_judge::LlmJudge::new(name, Arc::new(client))?;
+            Ok(Box::new(match plan.max_tokens {
+                Some(max_tokens) => judge.with_max_tokens(max_tokens),
+                None => judge,
+            }))
         };
         let fallback = match &plan.fallback {
             Some(name) => Some(llm(name, None, None, None)?),

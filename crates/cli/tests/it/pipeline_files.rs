@@ -364,3 +364,16 @@ fn missing_keys_are_named_by_variable_never_by_value() {
     assert_eq!(problems[0].line, 24, "{shown}");
     assert!(!shown.contains("sk-secret-value-42"));
 }
+
+#[test]
+fn paths_are_normalized_so_one_run_directory_has_one_name() {
+    use cfeval_cli::pipeline::normalize;
+    assert_eq!(
+        normalize(Path::new("pipelines/../runs/demo")),
+        PathBuf::from("runs/demo")
+    );
+    assert_eq!(normalize(Path::new("./a/./b/")), PathBuf::from("a/b"));
+    assert_eq!(normalize(Path::new("../x/../y")), PathBuf::from("../y"));
+    assert_eq!(normalize(Path::new("/../etc")), PathBuf::from("/etc"));
+    assert_eq!(normalize(Path::new("a/..")), PathBuf::from("."));
+}

@@ -69,24 +69,38 @@ pub fn generate(config: &CohortConfig) -> Result<Vec<CohortCase>> {
 /// Generates the cohort under a given rule table.
 pub fn generate_with(config: &CohortConfig, guidelines: &Guidelines) -> Vec<CohortCase> {
     (0..config.cases)
-        .map(|index| {
-            let cancer = spec::cancer_for(config.seed, index);
-            let mut rng = Rng::derive(config.seed, index as u64);
-            let patient = spec::draw(&mut rng, cancer);
-            let style = STYLES[rng.below(STYLES.len())];
-            let doc = render::render(&mut rng, &patient, style);
-            let recommendation = guidelines.recommend(&doc.facts);
-            CohortCase {
-                id: format!("cohort-s{}-{index:04}", config.seed),
-                text: doc.text,
-                consensus: recommendation.items,
-                facts: doc.facts,
-                rules: recommendation.rules,
-                style: style.to_string(),
-                cancer_type: cancer.value().to_string(),
-            }
-        })
+        .map(|index| case_at(config, guidelines, index))
         .collect()
+}
+
+/// Case `index` of the cohort (each case depends only on the seed and its
+/// index, so a cohort can be generated a case at a time).
+fn case_at(config: &CohortConfig, guidelines: &Guidelines, index: usize) -> CohortCase {
+    let cancer = spec::cancer_for(config.seed, index);
+    let mut rng = Rng::derive(config.seed, index as u64);
+    let patient = spec::draw(&mut rng, cancer);
+    let style = STYLES[rng.below(STYLES.len())];
+    let doc = render::render(&mut rng, &patient, style);
+    let recommendation = guidelines.recommend(&doc.facts);
+    CohortCase {
+        id: format!("cohort-s{}-{index:04}", config.seed),
+        text: doc.text,
+        consensus: recommendation.items,
+        facts: doc.facts,
+        rules: recommendation.rules,
+        style: style.to_string(),
+        cancer_type: cancer.value().to_string(),
+    }
+}
+
+/// Generates the cohort straight into `dir` (as [`write()`] lays it out),
+/// one case at a time: memory stays flat for any cohort size.
+pub fn generate_into(config: &CohortConfig, dir: &Path) -> Result<CohortFiles> {
+    let guidelines = Guidelines::builtin()?;
+    write_cases(
+        (0..config.cases).map(|index| case_at(config, &guidelines, index)),
+        dir,
+    )
 }
 
 /// Where [`write()`] put the cohort.
@@ -99,30 +113,46 @@ pub struct CohortFiles {
 
 /// Writes `cohort.jsonl` and one text file per case into `dir`.
 pub fn write(cases: &[CohortCase], dir: &Path) -> Result<CohortFiles> {
+    write_cases(cases.iter().cloned(), dir)
+}
+
+fn write_cases(cases: impl Iterator<Item = CohortCase>, dir: &Path) -> Result<CohortFiles> {
+    use std::io::Write as _;
     let text_dir = dir.join("text");
-    let create = |path: &Path| {
-        fs_err::create_dir_all(path).map_err(|source| Error::Write {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    create(&text_dir)?;
-    let mut jsonl = String::new();
-    for case in cases {
-        jsonl.push_str(&serde_json::to_string(case)?);
-        jsonl.push('\n');
-        let path = text_dir.join(format!("{}.txt", case.id));
-        fs_err::write(&path, &case.text).map_err(|source| Error::Write { path, source })?;
-    }
+    fs_err::create_dir_all(&text_dir).map_err(|source| Error::Write {
+        path: text_dir.clone(),
+        source,
+    })?;
     let path = dir.join("cohort.jsonl");
-    fs_err::write(&path, jsonl).map_err(|source| Error::Write {
+    // Written beside, renamed into place: a reader never sees half a cohort.
+    let temp = dir.join(format!(".cohort.jsonl.{}.tmp", std::process::id()));
+    let write_error = |source| Error::Write {
+        path: temp.clone(),
+        source,
+    };
+    let file = fs_err::File::create(&temp).map_err(write_error)?;
+    let mut jsonl = std::io::BufWriter::new(file);
+    let mut count = 0;
+    for case in cases {
+        serde_json::to_writer(&mut jsonl, &case)?;
+        jsonl.write_all(b"\n").map_err(write_error)?;
+        let text_path = text_dir.join(format!("{}.txt", case.id));
+        fs_err::write(&text_path, &case.text).map_err(|source| Error::Write {
+            path: text_path,
+            source,
+        })?;
+        count += 1;
+    }
+    jsonl.flush().map_err(write_error)?;
+    drop(jsonl);
+    fs_err::rename(&temp, &path).map_err(|source| Error::Write {
         path: path.clone(),
         source,
     })?;
     Ok(CohortFiles {
         jsonl: path,
         text_dir,
-        cases: cases.len(),
+        cases: count,
     })
 }
 
@@ -136,6 +166,15 @@ mod tests {
         let config = CohortConfig { cases: 48, seed: 11 };
         let first = generate(&config).unwrap();
         assert_eq!(first, generate(&config).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let streamed = generate_into(&config, dir.path()).unwrap();
+        let written = write(&first, &dir.path().join("batch")).unwrap();
+        assert_eq!(streamed.cases, 48);
+        assert_eq!(
+            std::fs::read(&streamed.jsonl).unwrap(),
+            std::fs::read(&written.jsonl).unwrap(),
+            "streamed and batch cohorts are the same bytes"
+        );
         let other = generate(&CohortConfig { cases: 48, seed: 12 }).unwrap();
         assert_ne!(first[0].text, other[0].text);
         for case in &first {
