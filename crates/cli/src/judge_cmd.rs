@@ -15,41 +15,59 @@ use crate::subjects::{ModelSettings, model_client};
 /// (e.g. `anthropic/claude-opus-4-7` when judging with `openai/gpt-5.4`).
 pub const FALLBACK_ENV: &str = "CFEVAL_JUDGE_FALLBACK";
 
-fn llm_judge(name: &str, run: &std::path::Path, base_url: Option<String>) -> anyhow::Result<Box<LlmJudge>> {
-    let settings = ModelSettings {
-        base_url,
-        ..ModelSettings::default()
+/// The judge named `name` (`rule` or a model), with `fallback` for subjects
+/// of its own model family; `settings` reach the judge's endpoint (the
+/// fallback uses its provider's defaults), `max_tokens` caps each verdict.
+pub fn build_judge(
+    name: &str,
+    fallback: Option<&str>,
+    run: &std::path::Path,
+    settings: &ModelSettings,
+    max_tokens: Option<u32>,
+) -> anyhow::Result<Judge> {
+    if name == RuleJudge::NAME {
+        return Ok(Judge::Rule(Box::new(RuleJudge::builtin()?)));
+    }
+    if name.starts_with("control/") {
+        anyhow::bail!("{name} is a control subject, not a judge (use `rule` or a model name)");
+    }
+    let llm = |name: &str, settings: &ModelSettings| -> anyhow::Result<Box<LlmJudge>> {
+        let client = model_client(name, run, settings)
+            .with_context(|| format!("building the client of judge {name}"))?;
+        let judge = LlmJudge::new(name, Arc::new(client))?;
+        Ok(Box::new(match max_tokens {
+            Some(max_tokens) => judge.with_max_tokens(max_tokens),
+            None => judge,
+        }))
     };
-    let client =
-        model_client(name, run, &settings).with_context(|| format!("building the client of judge {name}"))?;
-    Ok(Box::new(LlmJudge::new(name, Arc::new(client))?))
+    let fallback = match fallback {
+        Some(fallback) => Some(llm(fallback, &ModelSettings::default())?),
+        None => None,
+    };
+    Ok(Judge::Llm {
+        judge: llm(name, settings)?,
+        fallback,
+    })
 }
 
 /// Runs one judge over a run's responses and prints the report as JSON.
 pub fn judge(args: &JudgeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let judge = if args.judge == RuleJudge::NAME {
-        Judge::Rule(Box::new(RuleJudge::builtin()?))
-    } else {
-        if args.judge.starts_with("control/") {
-            anyhow::bail!(
-                "{} is a control subject, not a judge (use `rule` or a model name)",
-                args.judge
-            );
-        }
-        let fallback = args
-            .fallback
-            .clone()
-            .or_else(|| std::env::var(FALLBACK_ENV).ok())
-            .filter(|name| !name.trim().is_empty());
-        let fallback = match fallback {
-            Some(name) => Some(llm_judge(name.trim(), &args.run, None)?),
-            None => None,
-        };
-        Judge::Llm {
-            judge: llm_judge(&args.judge, &args.run, args.base_url.clone())?,
-            fallback,
-        }
+    let fallback = args
+        .fallback
+        .clone()
+        .or_else(|| std::env::var(FALLBACK_ENV).ok())
+        .filter(|name| !name.trim().is_empty());
+    let settings = ModelSettings {
+        base_url: args.base_url.clone(),
+        ..ModelSettings::default()
     };
+    let judge = build_judge(
+        &args.judge,
+        fallback.as_deref().map(str::trim),
+        &args.run,
+        &settings,
+        None,
+    )?;
     let mut config = Config::new(run_name(&args.run))?;
     config.allow_mixed_catalogs = args.allow_mixed_catalogs;
     let report = cfeval_judge::run(&config, &judge, &args.run)

@@ -14,14 +14,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
-use std::time::SystemTime;
 
-use cfeval_schema::{ShardStore, TableName, ids};
+use cfeval_schema::{ShardStore, TableName};
 
 use crate::args::StatusArgs;
 use crate::pipeline::Pipeline;
-
-const MANIFEST_DIR: &str = "_manifest";
 
 /// The tables each table is computed from.
 fn upstream(table: TableName) -> &'static [TableName] {
@@ -32,22 +29,6 @@ fn upstream(table: TableName) -> &'static [TableName] {
         TableName::Judgments => &[TableName::Responses, TableName::Variants, TableName::Cases],
         TableName::Scores => &[TableName::Judgments],
     }
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path)
-        .and_then(|metadata| metadata.modified())
-        .ok()
-}
-
-/// When the newest shard of `table` was committed.
-fn newest_commit(run: &Path, table: TableName) -> Option<SystemTime> {
-    let entries = std::fs::read_dir(run.join(table.dir_name()).join(MANIFEST_DIR)).ok()?;
-    entries
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("part-"))
-        .filter_map(|entry| modified(&entry.path()))
-        .max()
 }
 
 /// The state of one unit.
@@ -151,14 +132,20 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 )?;
                 let committed: BTreeSet<&str> =
                     store.entries().iter().map(|entry| entry.file.as_str()).collect();
-                let newest_input = upstream(table)
-                    .iter()
-                    .filter_map(|input| newest_commit(run, *input).map(|time| (input, time)))
-                    .max_by_key(|(_, time)| *time);
+                let mut newest_input = None;
+                for input in upstream(table) {
+                    let inputs = ShardStore::open_existing(
+                        &run.join(input.dir_name()),
+                        input.dir_name(),
+                        input.schema(),
+                    )?;
+                    if let Some(time) = inputs.and_then(|inputs| inputs.last_commit_at())
+                        && newest_input.is_none_or(|(_, newest)| time > newest)
+                    {
+                        newest_input = Some((input, time));
+                    }
+                }
                 for record in store.units() {
-                    let record_path = dir
-                        .join(MANIFEST_DIR)
-                        .join(format!("unit-{}.json", ids::content_id("unit", &[&record.unit])));
                     let state = if record
                         .shards
                         .iter()
@@ -166,7 +153,7 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     {
                         UnitState::Stale("a shard it completed with is gone".into())
                     } else {
-                        match (newest_input, modified(&record_path)) {
+                        match (newest_input, store.completed_at(&record.unit)) {
                             (Some((input, newest)), Some(completed)) if newest > completed => {
                                 UnitState::Stale(format!("`{input}` changed after it completed"))
                             }

@@ -33,7 +33,6 @@ mod data;
 mod render;
 mod view;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -127,26 +126,10 @@ pub fn render(run_dir: &Path, settings: &Settings) -> Result<Rendered> {
     render::render(&page)
 }
 
-/// Writes `bytes` to `path` through a temp file beside it: write, fsync,
-/// rename, fsync the folder.
+/// Writes `bytes` to `path` atomically (see [`cfeval_schema::write_atomic`]).
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { path, source }
-    };
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let folder = path.parent().unwrap_or(Path::new("."));
-    let temp = folder.join(format!(".{name}.tmp"));
-    let mut file = std::fs::File::create(&temp).map_err(io(&temp))?;
-    file.write_all(bytes).map_err(io(&temp))?;
-    file.sync_all().map_err(io(&temp))?;
-    drop(file);
-    std::fs::rename(&temp, path).map_err(io(path))?;
-    std::fs::File::open(folder)
-        .and_then(|dir| dir.sync_all())
-        .map_err(io(folder))?;
-    Ok(())
+    cfeval_schema::write_atomic(path, bytes).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }

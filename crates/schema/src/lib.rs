@@ -12,6 +12,7 @@
 //! Every shard's footer records the schema version, the cfeval version, the
 //! run, the unit of work, the settings fingerprint and the catalog hash.
 
+pub mod atomic;
 pub mod error;
 pub mod ids;
 pub mod progress;
@@ -20,6 +21,7 @@ pub mod shard;
 mod table;
 pub mod tables;
 
+pub use atomic::write_atomic;
 pub use error::{Error, Result};
 pub use progress::Progress;
 pub use shard::{Provenance, Scan, ShardEntry, ShardStore, ShardWriter, StoreOptions, UnitRecord};

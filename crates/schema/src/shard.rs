@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -252,6 +252,29 @@ impl ShardStore {
         self.units.values()
     }
 
+    /// When `unit` last completed (its completion record's modification
+    /// time), if it did.
+    pub fn completed_at(&self, unit: &str) -> Option<std::time::SystemTime> {
+        let path = self.handle.dir.join(MANIFEST_DIR).join(unit_record_name(unit));
+        std::fs::metadata(path)
+            .and_then(|metadata| metadata.modified())
+            .ok()
+    }
+
+    /// When the newest committed shard was committed (its manifest entry's
+    /// modification time), if there is one.
+    pub fn last_commit_at(&self) -> Option<std::time::SystemTime> {
+        let manifest_dir = self.handle.dir.join(MANIFEST_DIR);
+        self.entries
+            .iter()
+            .filter_map(|entry| {
+                std::fs::metadata(manifest_dir.join(entry_name(&entry.file)))
+                    .and_then(|metadata| metadata.modified())
+                    .ok()
+            })
+            .max()
+    }
+
     /// The completion record of `unit`, if it completed.
     pub fn unit(&self, unit: &str) -> Option<&UnitRecord> {
         self.units.get(unit)
@@ -283,7 +306,7 @@ impl ShardStore {
             rows: shards.iter().map(|entry| entry.rows).sum(),
             shards: shards.iter().map(|entry| entry.file.clone()).collect(),
         };
-        let name = format!("unit-{}.json", content_id("unit", &[unit]));
+        let name = unit_record_name(unit);
         write_json_atomic(&self.handle.dir.join(MANIFEST_DIR), &name, &record)?;
         self.units.insert(unit.to_string(), record);
         Ok(())
@@ -293,12 +316,11 @@ impl ShardStore {
     /// entries first, so a crash midway never leaves a half-visible unit).
     pub fn retire_unit(&mut self, unit: &str) -> Result<u64> {
         let manifest_dir = self.handle.dir.join(MANIFEST_DIR);
-        let unit_file = manifest_dir.join(format!("unit-{}.json", content_id("unit", &[unit])));
+        let unit_file = manifest_dir.join(unit_record_name(unit));
         remove_if_exists(&unit_file)?;
         let mut removed = 0;
         for entry in self.entries.iter().filter(|entry| entry.unit == unit) {
-            let stem = entry.file.trim_end_matches(".parquet");
-            remove_if_exists(&manifest_dir.join(format!("{stem}.json")))?;
+            remove_if_exists(&manifest_dir.join(entry_name(&entry.file)))?;
             remove_if_exists(&self.handle.dir.join(&entry.file))?;
             removed += entry.rows;
         }
@@ -526,7 +548,7 @@ impl ShardWriter {
             fingerprint: self.provenance.fingerprint.clone(),
             catalog_hash: self.provenance.catalog_hash.clone(),
         };
-        let manifest_name = format!("{}.json", name.trim_end_matches(".parquet"));
+        let manifest_name = entry_name(&name);
         write_json_atomic(&self.handle.dir.join(MANIFEST_DIR), &manifest_name, &entry)?;
         tracing::debug!(shard = %name, rows, bytes, "committed shard");
         Ok(entry)
@@ -697,7 +719,7 @@ fn remove_orphans(dir: &Path) -> Result<()> {
     }
     for name in list_names(dir)? {
         if part_index(&name).is_some() {
-            let entry = format!("{}.json", name.trim_end_matches(".parquet"));
+            let entry = entry_name(&name);
             if !manifest_names.contains(&entry) {
                 tracing::info!(shard = %dir.join(&name).display(), "removing orphan shard");
                 remove_if_exists(&dir.join(&name))?;
@@ -732,23 +754,23 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     })
 }
 
+/// The manifest entry's file name of the shard `part-NNNNN.parquet`.
+fn entry_name(shard: &str) -> String {
+    format!("{}.json", shard.trim_end_matches(".parquet"))
+}
+
+/// The file name of `unit`'s completion record in `_manifest/`.
+fn unit_record_name(unit: &str) -> String {
+    format!("unit-{}.json", content_id("unit", &[unit]))
+}
+
 fn write_json_atomic<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<()> {
-    let tmp = dir.join(format!(
-        "{name}.{}-{}.tmp",
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
     let target = dir.join(name);
     let json = serde_json::to_vec_pretty(value).map_err(|source| Error::Manifest {
         path: target.clone(),
         source,
     })?;
-    let mut file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    file.write_all(&json).map_err(|e| Error::io(&tmp, e))?;
-    file.sync_all().map_err(|e| Error::io(&tmp, e))?;
-    drop(file);
-    std::fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
-    sync_dir(dir)
+    crate::atomic::write_atomic(&target, &json).map_err(|e| Error::io(&target, e))
 }
 
 fn remove_if_exists(path: &Path) -> Result<()> {

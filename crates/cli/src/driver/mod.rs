@@ -37,7 +37,7 @@ use cfeval_schema::{CaseRow, JudgmentRow, ResponseRow, ScoreRow, ShardStore, Tab
 
 use crate::args::{RunArgs, Stage};
 use crate::pipeline::{Cases, JudgePlan, ModeRun, Pipeline, SubjectPlan};
-use crate::subjects::{ModelSettings, model_client};
+use crate::subjects::ModelSettings;
 use progress::Bars;
 
 /// Runs (or, with `--dry-run`, plans) a pipeline file.
@@ -107,6 +107,58 @@ fn response_counts(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), 
         }
     }
     Ok(counts)
+}
+
+/// E-Synthesis of the pipeline's cases into `run_dir` (the seeded cohort is
+/// first written into `RUN/inputs/cohort`).
+pub fn synthesize_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<cfeval_synthesize::Report> {
+    let (inputs, format) = match &pipeline.cases {
+        Cases::Cohort { cases, seed } => (
+            vec![cohort(run_dir, *cases, *seed)?],
+            cfeval_synthesize::InputFormat::Auto,
+        ),
+        Cases::Inputs { paths, format } => (paths.clone(), *format),
+    };
+    let config = cfeval_synthesize::Config {
+        run: pipeline.name.clone(),
+        format,
+        ..cfeval_synthesize::Config::default()
+    };
+    Ok(cfeval_synthesize::run(&config, &inputs, run_dir)?)
+}
+
+/// Writes the seeded cohort into `RUN/inputs/cohort` unless it is there
+/// with the same settings; returns its JSONL file.
+fn cohort(run_dir: &Path, cases: usize, seed: u64) -> anyhow::Result<PathBuf> {
+    let dir = run_dir.join("inputs").join("cohort");
+    let jsonl = dir.join("cohort.jsonl");
+    let settings_path = dir.join("settings.json");
+    let settings = serde_json::json!({
+        "cases": cases,
+        "seed": seed,
+        "cfeval": cfeval_schema::CFEVAL_VERSION,
+    })
+    .to_string();
+    if jsonl.is_file() && fs_err::read_to_string(&settings_path).is_ok_and(|text| text == settings) {
+        return Ok(jsonl);
+    }
+    let files = cfeval_synthesize::cohort::generate_into(
+        &cfeval_synthesize::cohort::CohortConfig { cases, seed },
+        &dir,
+    )
+    .with_context(|| format!("writing the cohort into {}", dir.display()))?;
+    cfeval_schema::write_atomic(&settings_path, settings.as_bytes())
+        .with_context(|| format!("writing {}", settings_path.display()))?;
+    Ok(files.jsonl)
+}
+
+/// The pipeline's catalog applied to the cases in `run_dir`.
+pub fn perturb_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<cfeval_perturb::Report> {
+    let config = cfeval_perturb::Config {
+        catalog: pipeline.catalog.clone(),
+        threads: None,
+    };
+    Ok(cfeval_perturb::run(&config, run_dir)?)
 }
 
 /// The infer settings of one (subject, mode) unit of `pipeline`.
@@ -272,11 +324,8 @@ impl Driver {
         if fs_err::read_to_string(&path).is_ok_and(|text| text == self.pipeline.text) {
             return Ok(());
         }
-        let temp = self
-            .run_dir
-            .join(format!(".pipeline.toml.{}.tmp", std::process::id()));
-        fs_err::write(&temp, &self.pipeline.text)?;
-        fs_err::rename(&temp, &path)?;
+        cfeval_schema::write_atomic(&path, self.pipeline.text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
         Ok(())
     }
 
@@ -328,19 +377,7 @@ impl Driver {
                 &|_| true,
             )?;
         }
-        let (inputs, format) = match &self.pipeline.cases {
-            Cases::Cohort { cases, seed } => (
-                vec![self.cohort(*cases, *seed)?],
-                cfeval_synthesize::InputFormat::Auto,
-            ),
-            Cases::Inputs { paths, format } => (paths.clone(), *format),
-        };
-        let config = cfeval_synthesize::Config {
-            run: self.pipeline.name.clone(),
-            format,
-            ..cfeval_synthesize::Config::default()
-        };
-        let report = cfeval_synthesize::run(&config, &inputs, &self.run_dir)?;
+        let report = synthesize_cases(&self.pipeline, &self.run_dir)?;
         for reason in &report.quarantine_reasons {
             tracing::warn!("quarantined: {reason}");
         }
@@ -363,42 +400,12 @@ impl Driver {
         Ok(())
     }
 
-    /// Writes the seeded cohort into `RUN/inputs/cohort` unless it is there
-    /// with the same settings; returns its JSONL file.
-    fn cohort(&self, cases: usize, seed: u64) -> anyhow::Result<PathBuf> {
-        let dir = self.run_dir.join("inputs").join("cohort");
-        let jsonl = dir.join("cohort.jsonl");
-        let settings_path = dir.join("settings.json");
-        let settings = serde_json::json!({
-            "cases": cases,
-            "seed": seed,
-            "cfeval": cfeval_schema::CFEVAL_VERSION,
-        })
-        .to_string();
-        if jsonl.is_file() && fs_err::read_to_string(&settings_path).is_ok_and(|text| text == settings) {
-            return Ok(jsonl);
-        }
-        let files = cfeval_synthesize::cohort::generate_into(
-            &cfeval_synthesize::cohort::CohortConfig { cases, seed },
-            &dir,
-        )
-        .with_context(|| format!("writing the cohort into {}", dir.display()))?;
-        let temp = dir.join(format!(".settings.json.{}.tmp", std::process::id()));
-        fs_err::write(&temp, &settings)?;
-        fs_err::rename(&temp, &settings_path)?;
-        Ok(files.jsonl)
-    }
-
     fn perturb(&self) -> anyhow::Result<()> {
         let _lock = self.lock("perturb")?;
         if self.forced(Stage::Perturb) {
             self.retire(VariantRow::NAME, VariantRow::schema(), &|_| true)?;
         }
-        let config = cfeval_perturb::Config {
-            catalog: self.pipeline.catalog.clone(),
-            threads: None,
-        };
-        let report = cfeval_perturb::run(&config, &self.run_dir)?;
+        let report = perturb_cases(&self.pipeline, &self.run_dir)?;
         let rows = ShardStore::open_table::<VariantRow>(&self.run_dir)?.rows();
         self.with_summary(|summary| summary.variants = rows);
         let state = if report.skipped {
@@ -420,10 +427,6 @@ impl Driver {
         Ok(())
     }
 
-    fn infer_config(&self, subject: &SubjectPlan, run: &ModeRun, slice: Slice) -> cfeval_infer::Config {
-        infer_config(&self.pipeline, subject, run, slice)
-    }
-
     fn model_settings(&self, subject: &SubjectPlan) -> ModelSettings {
         // Processes of one sharded run never share a journal file.
         let journal = (self.slice.count > 1).then(|| {
@@ -442,22 +445,6 @@ impl Driver {
             price: subject.price,
             ..ModelSettings::default()
         }
-    }
-
-    fn build_subject(&self, subject: &SubjectPlan) -> anyhow::Result<cfeval_infer::Subject> {
-        if subject.is_control() {
-            let guidelines = cfeval_guidelines::Guidelines::builtin()?;
-            return Ok(cfeval_infer::Subject::Control(cfeval_infer::Control::parse(
-                &subject.name,
-                guidelines,
-            )?));
-        }
-        let client = model_client(&subject.name, &self.run_dir, &self.model_settings(subject))?;
-        Ok(cfeval_infer::Subject::Model {
-            name: subject.name.clone(),
-            client,
-            native_tools: !subject.name.starts_with("embedded/"),
-        })
     }
 
     /// Runs every (subject, mode) unit of this slice; true when every slice
@@ -586,9 +573,13 @@ impl Driver {
             None
         };
         let bar = self.bars.bar(label, total);
-        let mut config = self.infer_config(&job.subject, &job.run, self.slice);
+        let mut config = infer_config(&self.pipeline, &job.subject, &job.run, self.slice);
         config.progress = Some(bar.progress());
-        let subject = Arc::new(self.build_subject(&job.subject)?);
+        let subject = Arc::new(crate::subjects::subject(
+            &job.subject.name,
+            &self.run_dir,
+            &self.model_settings(&job.subject),
+        )?);
         let report = cfeval_infer::run(&config, subject, &self.run_dir)?;
         bar.finish("");
         Ok(report)
@@ -604,7 +595,7 @@ impl Driver {
         let responses = ShardStore::open_table::<ResponseRow>(&self.run_dir)?;
         for subject in &self.pipeline.subjects {
             for run in &subject.runs {
-                let config = self.infer_config(subject, run, self.slice);
+                let config = infer_config(&self.pipeline, subject, run, self.slice);
                 let fingerprint = cfeval_infer::fingerprint(&config, &subject.name, &variants);
                 for index in 1..=self.slice.count {
                     let slice = Slice {
@@ -675,43 +666,19 @@ impl Driver {
     }
 
     fn build_judge(&self, plan: &JudgePlan) -> anyhow::Result<cfeval_judge::Judge> {
-        if plan.name == cfeval_judge::RuleJudge::NAME {
-            return Ok(cfeval_judge::Judge::Rule(Box::new(
-                cfeval_judge::RuleJudge::builtin()?,
-            )));
-        }
-        let llm = |name: &str,
-                   base_url: Option<String>,
-                   api_key_env: Option<String>,
-                   limits|
-         -> anyhow::Result<_> {
-            let settings = ModelSettings {
-                base_url,
-                api_key_env,
-                limits,
-                ..ModelSettings::default()
-            };
-            let client = model_client(name, &self.run_dir, &settings)
-                .with_context(|| format!("building the client of judge {name}"))?;
-            let judge = cfeval_judge::LlmJudge::new(name, Arc::new(client))?;
-            Ok(Box::new(match plan.max_tokens {
-                Some(max_tokens) => judge.with_max_tokens(max_tokens),
-                None => judge,
-            }))
+        let settings = ModelSettings {
+            base_url: plan.base_url.clone(),
+            api_key_env: plan.api_key_env.clone(),
+            limits: plan.limits.clone(),
+            ..ModelSettings::default()
         };
-        let fallback = match &plan.fallback {
-            Some(name) => Some(llm(name, None, None, None)?),
-            None => None,
-        };
-        Ok(cfeval_judge::Judge::Llm {
-            judge: llm(
-                &plan.name,
-                plan.base_url.clone(),
-                plan.api_key_env.clone(),
-                plan.limits.clone(),
-            )?,
-            fallback,
-        })
+        crate::judge_cmd::build_judge(
+            &plan.name,
+            plan.fallback.as_deref(),
+            &self.run_dir,
+            &settings,
+            plan.max_tokens,
+        )
     }
 
     fn aggregate(&self) -> anyhow::Result<()> {

@@ -153,33 +153,8 @@ fn variants_for_plan(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<(Sha
     let scratch = std::env::temp_dir().join(format!("cfeval-plan-{}", std::process::id()));
     let _ = fs_err::remove_dir_all(&scratch);
     fs_err::create_dir_all(&scratch)?;
-    let inputs = match &pipeline.cases {
-        Cases::Cohort { cases, seed } => {
-            let generated = cfeval_synthesize::cohort::generate(&cfeval_synthesize::cohort::CohortConfig {
-                cases: *cases,
-                seed: *seed,
-            })?;
-            vec![cfeval_synthesize::cohort::write(&generated, &scratch.join("cohort"))?.jsonl]
-        }
-        Cases::Inputs { paths, .. } => paths.clone(),
-    };
-    let format = match &pipeline.cases {
-        Cases::Inputs { format, .. } => *format,
-        Cases::Cohort { .. } => cfeval_synthesize::InputFormat::Auto,
-    };
-    let config = cfeval_synthesize::Config {
-        run: pipeline.name.clone(),
-        format,
-        ..cfeval_synthesize::Config::default()
-    };
-    cfeval_synthesize::run(&config, &inputs, &scratch)?;
-    cfeval_perturb::run(
-        &cfeval_perturb::Config {
-            catalog: pipeline.catalog.clone(),
-            threads: None,
-        },
-        &scratch,
-    )?;
+    super::synthesize_cases(pipeline, &scratch)?;
+    super::perturb_cases(pipeline, &scratch)?;
     Ok((ShardStore::open_table::<VariantRow>(&scratch)?, Some(scratch)))
 }
 
