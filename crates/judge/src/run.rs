@@ -3,11 +3,17 @@
 //! pair, score CMS on every baseline response, and commit the judgments
 //! under the unit `judge=<name>`.
 //!
-//! Two streaming passes over `responses`: the first collects the baseline
-//! answers keyed by (subject, mode, case) and the subjects (small), the
-//! second judges. Variants' expectations and cases' consensus items are
-//! kept as small maps. Subjects are never called: a judge-only rerun reads
-//! what infer wrote. A rerun with the same judge and fingerprint skips; a
+//! Memory stays flat however large the run: pass 1 reads only the columns
+//! that say which subjects there are, check the catalog lock and size what
+//! judging holds (each baseline's answer, each variant's expectation and
+//! edit, each case's consensus items). The cases are then split into as many
+//! buckets (by a hash of the case id) as that size needs under
+//! [`Config::bucket_bytes`], and each bucket is judged on its own: its
+//! baselines, expectations and consensus items are loaded, then its
+//! responses are judged in table order. Only the columns the judge reads are
+//! decoded (never a variant's chart or a response's trace). Subjects are
+//! never called: a judge-only rerun reads what infer wrote. A rerun with the
+//! same judge and fingerprint skips; a
 //! changed fingerprint (new responses, new prompt, new ontology) redoes the
 //! judge's unit and leaves every other judge's rows untouched.
 
@@ -15,10 +21,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use cfeval_schema::{
-    CaseRow, ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, ResponseRow, ShardStore, Table,
-    VariantRow, ids,
+    CaseRow, ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, Reference, ResponseRow, ShardStore,
+    ShardWriter, Table, VariantRow, ids,
 };
-use serde::Serialize;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::families::{Families, GuardPlan};
@@ -58,7 +65,7 @@ pub struct Config {
     pub catalog_hash: Option<String>,
     /// LLM calls in flight at once.
     pub concurrency: usize,
-    /// Pairs judged between two commits (LLM judges).
+    /// Responses judged together (an LLM judge's calls in one wave).
     pub chunk: usize,
     /// The model-family map of the self-preference guard.
     pub families: Families,
@@ -69,15 +76,20 @@ pub struct Config {
     /// Judge only these families' pairs (empty: all); the baselines of the
     /// judged subjects are always scored (CMS).
     pub only_families: Vec<String>,
+    /// About how many bytes of baselines, expectations and consensus items
+    /// are held at once: a larger run is judged in that many case buckets,
+    /// each read from the tables in turn.
+    pub bucket_bytes: u64,
 }
 
 impl Config {
-    /// Whether this judge scores `row` (the subject and family filters).
-    pub fn selects(&self, row: &ResponseRow) -> bool {
-        (self.only_subjects.is_empty() || self.only_subjects.contains(&row.subject))
+    /// Whether this judge scores a response of `subject` in `family` (the
+    /// subject and family filters).
+    pub fn selects(&self, subject: &str, family: &str) -> bool {
+        (self.only_subjects.is_empty() || self.only_subjects.iter().any(|only| only == subject))
             && (self.only_families.is_empty()
-                || row.family == "baseline"
-                || self.only_families.contains(&row.family))
+                || family == "baseline"
+                || self.only_families.iter().any(|only| only == family))
     }
 
     /// Defaults for `run`, with the built-in family map.
@@ -92,6 +104,7 @@ impl Config {
             progress: None,
             only_subjects: Vec::new(),
             only_families: Vec::new(),
+            bucket_bytes: 32 * 1024 * 1024,
         })
     }
 }
@@ -113,6 +126,8 @@ pub struct Report {
     pub fallback_pairs: u64,
     /// CSS verdicts per label.
     pub labels: BTreeMap<String, u64>,
+    /// The case buckets the run was judged in (0 when skipped).
+    pub buckets: u64,
 }
 
 /// The unit a judge's rows are committed under.
@@ -146,6 +161,124 @@ struct VariantInfo {
 }
 
 type Key = (String, String, String);
+
+/// A response as the judge reads it: the columns it needs, never the trace.
+#[derive(Debug, Deserialize)]
+struct Response {
+    subject: String,
+    is_control: bool,
+    mode: String,
+    case_id: String,
+    variant_id: String,
+    intervention: String,
+    family: String,
+    catalog_hash: String,
+    status: String,
+    error: Option<String>,
+    text: Option<String>,
+    recommendation: Option<String>,
+    sections_read: Vec<String>,
+}
+
+const RESPONSE_COLUMNS: &[&str] = &[
+    "subject",
+    "is_control",
+    "mode",
+    "case_id",
+    "variant_id",
+    "intervention",
+    "family",
+    "catalog_hash",
+    "status",
+    "error",
+    "text",
+    "recommendation",
+    "sections_read",
+];
+
+/// What pass 1 reads of a response: the lock, the subjects, the sizes.
+#[derive(Deserialize)]
+struct ResponseSize {
+    subject: String,
+    mode: String,
+    case_id: String,
+    family: String,
+    catalog_hash: String,
+    text: Option<String>,
+    recommendation: Option<String>,
+}
+
+const RESPONSE_SIZE_COLUMNS: &[&str] = &[
+    "subject",
+    "mode",
+    "case_id",
+    "family",
+    "catalog_hash",
+    "text",
+    "recommendation",
+];
+
+/// What the judge reads of a variant: its expectation and edit, not its chart.
+#[derive(Deserialize)]
+struct VariantView {
+    case_id: String,
+    variant_id: String,
+    family: String,
+    applicable: bool,
+    expected_text: Option<String>,
+    expected: Option<Expected>,
+    diff: Vec<DiffEntry>,
+}
+
+const VARIANT_COLUMNS: &[&str] = &[
+    "case_id",
+    "variant_id",
+    "family",
+    "applicable",
+    "expected_text",
+    "expected",
+    "diff",
+];
+
+/// What the judge reads of a case: the consensus items CMS scores against.
+#[derive(Deserialize)]
+struct CaseView {
+    case_id: String,
+    reference: Reference,
+}
+
+const CASE_COLUMNS: &[&str] = &["case_id", "reference"];
+
+/// Bytes a held map entry costs beyond its strings (keys, hashing, boxes).
+const ENTRY_OVERHEAD: u64 = 160;
+
+/// Responses the rule judge judges together (across all cores).
+const RULE_CHUNK: usize = 4096;
+
+/// The most buckets a run is split into.
+const MAX_BUCKETS: u64 = 4096;
+
+/// Which of `count` buckets a case belongs to (all of one case's rows go
+/// together, so every pair finds its baseline in the same bucket).
+fn bucket_of(case_id: &str, count: u64) -> u64 {
+    if count <= 1 {
+        return 0;
+    }
+    let hash = blake3::hash(case_id.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    u64::from_le_bytes(first) % count
+}
+
+fn text_len(text: &Option<String>) -> u64 {
+    text.as_ref().map_or(0, |text| text.len() as u64)
+}
+
+/// About how many bytes `value` holds (its JSON size: its strings, plus a
+/// little for the structure).
+fn weight<T: Serialize + ?Sized>(value: &T) -> u64 {
+    serde_json::to_vec(value).map_or(0, |json| json.len() as u64)
+}
 
 /// Runs `judge` over the run's responses (blocking; LLM judges get their own
 /// runtime).
@@ -201,28 +334,24 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         unit: unit.clone(),
         ..Report::default()
     };
-    // Pass 1: baselines, subjects and the catalog lock.
-    let mut baselines: HashMap<Key, Baseline> = HashMap::new();
+    // Pass 1: subjects, the catalog lock, and how much the baselines weigh.
     let mut subjects: BTreeSet<String> = BTreeSet::new();
     let mut catalog: Option<String> = None;
-    for batch in responses.read_rows::<ResponseRow>()? {
+    let mut held_bytes = 0u64;
+    for batch in responses.read_columns::<ResponseSize>(RESPONSE_SIZE_COLUMNS)? {
         for row in batch? {
             check_catalog(config, &mut catalog, &row.catalog_hash)?;
-            if config.only_subjects.is_empty() || config.only_subjects.contains(&row.subject) {
+            if (config.only_subjects.is_empty() || config.only_subjects.contains(&row.subject))
+                && !subjects.contains(&row.subject)
+            {
                 subjects.insert(row.subject.clone());
             }
             if row.family == "baseline" {
-                let error =
-                    (row.status != "ok").then(|| row.error.clone().unwrap_or_else(|| "status error".into()));
-                let (text, recommendation) = texts(&row);
-                baselines.insert(
-                    (row.subject.clone(), row.mode.clone(), row.case_id.clone()),
-                    Baseline {
-                        text,
-                        recommendation,
-                        error,
-                    },
-                );
+                // Each of text and recommendation falls back on the other.
+                let (text, recommendation) = (text_len(&row.text), text_len(&row.recommendation));
+                held_bytes += ENTRY_OVERHEAD
+                    + (row.subject.len() + row.mode.len() + row.case_id.len()) as u64
+                    + 2 * text.max(recommendation);
             }
         }
     }
@@ -243,8 +372,34 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
             plans.insert(subject.clone(), plan);
         }
     }
-    let variant_info = load_variants(variants.as_ref())?;
-    let consensus = load_consensus(cases.as_ref())?;
+    // What the variants' expectations and the cases' consensus items weigh.
+    let mut case_count = 0u64;
+    if let Some(variants) = &variants {
+        for batch in variants.read_columns::<VariantView>(VARIANT_COLUMNS)? {
+            for row in batch? {
+                if row.family != "baseline" && row.applicable {
+                    held_bytes += ENTRY_OVERHEAD
+                        + weight(&(&row.variant_id, &row.expected_text, &row.expected, &row.diff));
+                }
+            }
+        }
+    }
+    if let Some(cases) = &cases {
+        for batch in cases.read_columns::<CaseView>(CASE_COLUMNS)? {
+            for row in batch? {
+                case_count += 1;
+                held_bytes += ENTRY_OVERHEAD + row.case_id.len() as u64 + weight(&row.reference.consensus);
+            }
+        }
+    }
+    // Cases are judged in buckets whose baselines, expectations and
+    // consensus items fit the budget: memory stays flat however large the
+    // run, for one more read of the responses per extra bucket.
+    let buckets = held_bytes
+        .div_ceil(config.bucket_bytes.max(1))
+        .clamp(1, MAX_BUCKETS.min(case_count.max(1)));
+    report.buckets = buckets;
+    tracing::debug!(judge = %name, held_bytes, buckets, "judging in case buckets");
 
     // A partial or stale unit of this judge is redone from scratch.
     if judgments.unit(&unit).is_some() || judgments.entries().iter().any(|entry| entry.unit == unit) {
@@ -266,44 +421,62 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         ),
         Judge::Rule(_) => None,
     };
-    let context = Context {
-        config,
-        judge,
-        name: &name,
-        prompt_hash: &prompt_hash,
-        rule: &rule,
-        baselines: &baselines,
-        variants: &variant_info,
-        consensus: &consensus,
-        plans: &plans,
+    // The rule judge is CPU work: bigger chunks, judged on all cores.
+    let chunk = match judge {
+        Judge::Rule(_) => config.chunk.max(RULE_CHUNK),
+        Judge::Llm { .. } => config.chunk.max(1),
     };
-
-    // Pass 2: judge.
-    let mut pending: Vec<ResponseRow> = Vec::new();
-    for batch in responses.read_rows::<ResponseRow>()? {
+    // Each read of the responses judges one bucket and collects the next
+    // one's baselines: buckets + 1 reads in all.
+    let mut next_baselines = HashMap::new();
+    for batch in responses.read_columns::<Response>(RESPONSE_COLUMNS)? {
         for row in batch? {
-            if !config.selects(&row) {
-                continue;
-            }
-            pending.push(row);
-            if pending.len() >= config.chunk.max(1) {
-                let judged = pending.len() as u64;
-                let rows = context.judge_chunk(std::mem::take(&mut pending), runtime.as_ref(), &mut report);
-                writer.write_rows(&rows)?;
-                writer.flush()?;
-                if let Some(progress) = &config.progress {
-                    progress.add(judged);
-                }
+            if bucket_of(&row.case_id, buckets) == 0 {
+                add_baseline(&mut next_baselines, &row);
             }
         }
     }
-    let judged = pending.len() as u64;
-    let rows = context.judge_chunk(pending, runtime.as_ref(), &mut report);
-    writer.write_rows(&rows)?;
-    writer.finish()?;
-    if let Some(progress) = &config.progress {
-        progress.add(judged);
+    for bucket in 0..buckets {
+        let in_bucket = |case_id: &str| bucket_of(case_id, buckets) == bucket;
+        let baselines = std::mem::take(&mut next_baselines);
+        let variant_info = load_variants(variants.as_ref(), &in_bucket)?;
+        let consensus = load_consensus(cases.as_ref(), &in_bucket)?;
+        let context = Context {
+            config,
+            judge,
+            name: &name,
+            prompt_hash: &prompt_hash,
+            rule: &rule,
+            baselines: &baselines,
+            variants: &variant_info,
+            consensus: &consensus,
+            plans: &plans,
+        };
+        // Pass 2: judge this bucket's responses, in table order.
+        let mut pending: Vec<Response> = Vec::new();
+        for batch in responses.read_columns::<Response>(RESPONSE_COLUMNS)? {
+            for row in batch? {
+                let row_bucket = bucket_of(&row.case_id, buckets);
+                if row_bucket == bucket + 1 {
+                    add_baseline(&mut next_baselines, &row);
+                }
+                if row_bucket != bucket || !config.selects(&row.subject, &row.family) {
+                    continue;
+                }
+                pending.push(row);
+                if pending.len() >= chunk {
+                    context.judge_and_write(
+                        std::mem::take(&mut pending),
+                        runtime.as_ref(),
+                        &mut report,
+                        &mut writer,
+                    )?;
+                }
+            }
+        }
+        context.judge_and_write(pending, runtime.as_ref(), &mut report, &mut writer)?;
     }
+    writer.finish()?;
     judgments.refresh()?;
     let entries: Vec<_> = judgments
         .entries()
@@ -339,24 +512,43 @@ fn check_catalog(config: &Config, catalog: &mut Option<String>, found: &str) -> 
 }
 
 /// A response's full text and its recommendation (each falls back on the other).
-fn texts(row: &ResponseRow) -> (String, String) {
-    let recommendation = row
-        .recommendation
+fn texts(text: &Option<String>, recommendation: &Option<String>) -> (String, String) {
+    let recommendation = recommendation
         .clone()
-        .or_else(|| row.text.clone())
+        .or_else(|| text.clone())
         .unwrap_or_default();
-    let text = row.text.clone().unwrap_or_else(|| recommendation.clone());
+    let text = text.clone().unwrap_or_else(|| recommendation.clone());
     (text, recommendation)
 }
 
-fn load_variants(store: Option<&ShardStore>) -> Result<HashMap<String, VariantInfo>> {
+/// Keeps `row`'s answer when it is a baseline, by (subject, mode, case).
+fn add_baseline(baselines: &mut HashMap<Key, Baseline>, row: &Response) {
+    if row.family != "baseline" {
+        return;
+    }
+    let error = (row.status != "ok").then(|| row.error.clone().unwrap_or_else(|| "status error".into()));
+    let (text, recommendation) = texts(&row.text, &row.recommendation);
+    baselines.insert(
+        (row.subject.clone(), row.mode.clone(), row.case_id.clone()),
+        Baseline {
+            text,
+            recommendation,
+            error,
+        },
+    );
+}
+
+fn load_variants(
+    store: Option<&ShardStore>,
+    in_bucket: &dyn Fn(&str) -> bool,
+) -> Result<HashMap<String, VariantInfo>> {
     let mut map = HashMap::new();
     let Some(store) = store else {
         return Ok(map);
     };
-    for batch in store.read_rows::<VariantRow>()? {
+    for batch in store.read_columns::<VariantView>(VARIANT_COLUMNS)? {
         for row in batch? {
-            if row.family == "baseline" || !row.applicable {
+            if row.family == "baseline" || !row.applicable || !in_bucket(&row.case_id) {
                 continue;
             }
             map.insert(
@@ -372,14 +564,19 @@ fn load_variants(store: Option<&ShardStore>) -> Result<HashMap<String, VariantIn
     Ok(map)
 }
 
-fn load_consensus(store: Option<&ShardStore>) -> Result<HashMap<String, Vec<ConsensusItem>>> {
+fn load_consensus(
+    store: Option<&ShardStore>,
+    in_bucket: &dyn Fn(&str) -> bool,
+) -> Result<HashMap<String, Vec<ConsensusItem>>> {
     let mut map = HashMap::new();
     let Some(store) = store else {
         return Ok(map);
     };
-    for batch in store.read_rows::<CaseRow>()? {
+    for batch in store.read_columns::<CaseView>(CASE_COLUMNS)? {
         for row in batch? {
-            map.insert(row.case_id, row.reference.consensus);
+            if in_bucket(&row.case_id) {
+                map.insert(row.case_id, row.reference.consensus);
+            }
         }
     }
     Ok(map)
@@ -404,7 +601,7 @@ enum Task {
 }
 
 impl Context<'_> {
-    fn row(&self, response: &ResponseRow, metric: &str, prompt_hash: &str) -> JudgmentRow {
+    fn row(&self, response: &Response, metric: &str, prompt_hash: &str) -> JudgmentRow {
         JudgmentRow {
             run: self.config.run.clone(),
             judge: self.name.to_string(),
@@ -428,9 +625,9 @@ impl Context<'_> {
         }
     }
 
-    fn cms_row(&self, response: &ResponseRow) -> JudgmentRow {
+    fn cms_row(&self, response: &Response) -> JudgmentRow {
         let mut row = self.row(response, "cms", &self.rule.prompt_hash());
-        let (_, recommendation) = texts(response);
+        let (_, recommendation) = texts(&response.text, &response.recommendation);
         if response.status != "ok" {
             row.error = Some(format!(
                 "the subject's baseline response is an error: {}",
@@ -463,7 +660,7 @@ impl Context<'_> {
     }
 
     /// Builds a pair's row (error rows complete) and says which judge scores it.
-    fn prepare(&self, response: &ResponseRow) -> (JudgmentRow, Option<PairParts>) {
+    fn prepare(&self, response: &Response) -> (JudgmentRow, Option<PairParts>) {
         let mut row = self.row(response, "css", self.prompt_hash);
         let Some(info) = self.variants.get(&response.variant_id) else {
             row.error = Some("the variant is not in the variants table".into());
@@ -505,7 +702,7 @@ impl Context<'_> {
             return (row, None);
         }
         let fallback = self.plans.get(&response.subject) == Some(&GuardPlan::Fallback);
-        let (text, recommendation) = texts(response);
+        let (text, recommendation) = texts(&response.text, &response.recommendation);
         (
             row,
             Some(PairParts {
@@ -518,25 +715,52 @@ impl Context<'_> {
         )
     }
 
+    /// Judges a chunk and writes its rows (the writer rolls shards by size: a
+    /// partial unit is redone whole, from the response cache for LLM judges).
+    fn judge_and_write(
+        &self,
+        responses: Vec<Response>,
+        runtime: Option<&tokio::runtime::Runtime>,
+        report: &mut Report,
+        writer: &mut ShardWriter,
+    ) -> Result<()> {
+        if responses.is_empty() {
+            return Ok(());
+        }
+        let judged = responses.len() as u64;
+        let rows = self.judge_chunk(responses, runtime, report);
+        writer.write_rows(&rows)?;
+        if let Some(progress) = &self.config.progress {
+            progress.add(judged);
+        }
+        Ok(())
+    }
+
     fn judge_chunk(
         &self,
-        responses: Vec<ResponseRow>,
+        responses: Vec<Response>,
         runtime: Option<&tokio::runtime::Runtime>,
         report: &mut Report,
     ) -> Vec<JudgmentRow> {
+        let prepared: Vec<(JudgmentRow, Option<PairParts>)> = responses
+            .par_iter()
+            .map(|response| {
+                if response.family == "baseline" {
+                    (self.cms_row(response), None)
+                } else {
+                    self.prepare(response)
+                }
+            })
+            .collect();
         let mut tasks = Vec::with_capacity(responses.len());
-        let mut pairs: Vec<(PairParts, &ResponseRow)> = Vec::new();
-        for response in &responses {
-            if response.family == "baseline" {
-                tasks.push(Task::Done(self.cms_row(response)));
-                continue;
-            }
-            match self.prepare(response) {
-                (row, Some(parts)) => {
+        let mut pairs: Vec<(PairParts, &Response)> = Vec::new();
+        for ((row, parts), response) in prepared.into_iter().zip(&responses) {
+            match parts {
+                Some(parts) => {
                     tasks.push(Task::Pair(row, pairs.len()));
                     pairs.push((parts, response));
                 }
-                (row, None) => tasks.push(Task::Done(row)),
+                None => tasks.push(Task::Done(row)),
             }
         }
         let verdicts = self.verdicts(&pairs, runtime);
@@ -606,7 +830,7 @@ impl Context<'_> {
 
     fn verdicts(
         &self,
-        pairs: &[(PairParts, &ResponseRow)],
+        pairs: &[(PairParts, &Response)],
         runtime: Option<&tokio::runtime::Runtime>,
     ) -> Vec<Result<Verdict, String>> {
         let inputs: Vec<PairInput<'_>> = pairs
@@ -642,7 +866,7 @@ impl Context<'_> {
                 });
                 join_all(calls).await
             }),
-            (Judge::Rule(rule), _) => inputs.iter().map(|input| rule.judge_pair(input)).collect(),
+            (Judge::Rule(rule), _) => inputs.par_iter().map(|input| rule.judge_pair(input)).collect(),
             (Judge::Llm { .. }, None) => inputs
                 .iter()
                 .map(|_| Err("no async runtime for the LLM judge".to_string()))

@@ -63,7 +63,8 @@ pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
     .map_err(schema)?
     .ok_or_else(|| Error::NoCases {
         run: run_dir.to_path_buf(),
-    })?;
+    })?
+    .with_read_batch_rows(CASES_PER_CHUNK);
     if cases.entries().is_empty() {
         return Err(Error::NoCases {
             run: run_dir.to_path_buf(),

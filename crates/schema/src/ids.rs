@@ -25,6 +25,13 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
+/// [`hash_bytes`] of everything `reader` yields, read a block at a time.
+pub fn hash_reader(reader: impl std::io::Read) -> std::io::Result<String> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(reader)?;
+    Ok(hasher.finalize().to_hex().to_string())
+}
+
 /// Fingerprint of any serialisable settings value: BLAKE3 over its canonical
 /// JSON (object keys sorted), so field order never changes a fingerprint.
 pub fn fingerprint<T: Serialize + ?Sized>(value: &T) -> String {

@@ -57,8 +57,12 @@ pub mod meta {
 /// Size limits of the shards a store writes and the batches it reads.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
-    /// Rows per Parquet row group.
+    /// Rows per Parquet row group, at most.
     pub row_group_rows: usize,
+    /// A row group is closed once its buffered, encoded size reaches this
+    /// many bytes: what a writer holds, and what a reader decodes at once,
+    /// stays bounded however wide the rows are (a variant carries a chart).
+    pub row_group_bytes: usize,
     /// A shard is closed and committed once it reaches this many bytes.
     pub target_shard_bytes: u64,
     /// Rows per record batch when reading.
@@ -69,6 +73,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         Self {
             row_group_rows: 64 * 1024,
+            row_group_bytes: 8 * 1024 * 1024,
             target_shard_bytes: 128 * 1024 * 1024,
             read_batch_rows: 8 * 1024,
         }
@@ -187,6 +192,22 @@ impl ShardStore {
             return Ok(None);
         }
         Self::open(dir, table, schema, StoreOptions::default()).map(Some)
+    }
+
+    /// Reads `rows` rows per batch from now on (wide rows, such as a case or
+    /// a variant with its chart, are best read a few hundred at a time).
+    pub fn with_read_batch_rows(mut self, rows: usize) -> Self {
+        let handle = &self.handle;
+        self.handle = Arc::new(StoreHandle {
+            dir: handle.dir.clone(),
+            table: handle.table.clone(),
+            schema: Arc::clone(&handle.schema),
+            options: StoreOptions {
+                read_batch_rows: rows.max(1),
+                ..handle.options.clone()
+            },
+        });
+        self
     }
 
     /// The table folder.
@@ -365,6 +386,24 @@ impl ShardStore {
             .map(|batch| batch.and_then(|batch| T::from_batch(&batch))))
     }
 
+    /// Reads only `columns` of every committed row, as `T` (a struct whose
+    /// fields are those columns), one batch of rows at a time: what a stage
+    /// needs without decoding the wide columns it does not read.
+    pub fn read_columns<T: serde::de::DeserializeOwned>(
+        &self,
+        columns: &[&str],
+    ) -> Result<impl Iterator<Item = Result<Vec<T>>> + use<T>> {
+        let table = self.handle.table.clone();
+        Ok(self.scan(Some(columns))?.map(move |batch| {
+            batch.and_then(|batch| {
+                serde_arrow::from_record_batch(&batch).map_err(|source| Error::Convert {
+                    table: table.clone(),
+                    source,
+                })
+            })
+        }))
+    }
+
     /// Recomputes the BLAKE3 of every committed shard and checks it against
     /// the manifest.
     pub fn verify(&self) -> Result<()> {
@@ -409,12 +448,16 @@ impl std::fmt::Debug for OpenShard {
     }
 }
 
+/// Rows converted to one record batch by [`ShardWriter::write_rows`].
+const WRITE_BATCH_ROWS: usize = 1024;
+
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl ShardWriter {
-    /// Appends rows.
+    /// Appends rows, converting them a few at a time so that the row-group
+    /// byte limit is checked often.
     pub fn write_rows<T: Table>(&mut self, rows: &[T]) -> Result<()> {
-        let chunk = self.handle.options.row_group_rows.max(1);
+        let chunk = self.handle.options.row_group_rows.clamp(1, WRITE_BATCH_ROWS);
         for part in rows.chunks(chunk) {
             let batch = T::to_batch(part)?;
             self.write_batch(&batch)?;
@@ -438,6 +481,12 @@ impl ShardWriter {
                     source,
                 })?;
                 shard.rows += batch.num_rows() as u64;
+                if shard.writer.in_progress_size() >= self.handle.options.row_group_bytes {
+                    shard.writer.flush().map_err(|source| Error::WriteShard {
+                        path: shard.tmp_path.clone(),
+                        source,
+                    })?;
+                }
                 (shard.writer.bytes_written() + shard.writer.in_progress_size()) as u64
                     >= self.handle.options.target_shard_bytes
             }

@@ -94,11 +94,12 @@ pub fn run_with_sources(
     let files = input::expand(inputs)?;
     let mut hashes = Vec::new();
     for file in &files {
-        let bytes = fs_err::read(file).map_err(|source| Error::Read {
+        let read_error = |source| Error::Read {
             path: file.clone(),
             source,
-        })?;
-        hashes.push((file.display().to_string(), ids::hash_bytes(&bytes)));
+        };
+        let hash = ids::hash_reader(fs_err::File::open(file).map_err(read_error)?).map_err(read_error)?;
+        hashes.push((file.display().to_string(), hash));
     }
     let sources: Vec<&str> = extra_sources.iter().map(|source| source.origin()).collect();
     let fingerprint = ids::fingerprint(&(config, &hashes, &sources, cfeval_schema::CFEVAL_VERSION));
@@ -141,54 +142,58 @@ pub fn run_with_sources(
     let mut batch: Vec<CaseRow> = Vec::with_capacity(config.batch_rows);
     let mut quarantined: Vec<QuarantineRow> = Vec::new();
     for file in &files {
-        let read = input::read(file, config.format, config.max_case_bytes)?;
-        for rejected in read.rejected {
-            quarantined.push(QuarantineRow {
-                run: config.run.clone(),
-                stage: "synthesize".into(),
-                source_path: rejected.source_path,
-                source_line: rejected.source_line,
-                source_id: rejected.source_id,
-                reason: rejected.reason,
-                excerpt: rejected.excerpt,
-            });
-        }
-        for raw in read.cases {
-            let (row, failures) = synthesize_case(&raw, &config.run, extra_sources);
-            report.span_failures += failures.len() as u64;
-            for failure in failures {
-                tracing::warn!(case = %row.source_id, %failure, "fact dropped: span did not verify");
+        input::read(file, config.format, config.max_case_bytes, &mut |item| {
+            match item {
+                input::Item::Rejected(rejected) => {
+                    report.quarantined += 1;
+                    if report.quarantine_reasons.len() < 20 {
+                        report.quarantine_reasons.push(match rejected.source_line {
+                            Some(line) => format!("{}:{line}: {}", rejected.source_path, rejected.reason),
+                            None => format!("{}: {}", rejected.source_path, rejected.reason),
+                        });
+                    }
+                    quarantined.push(QuarantineRow {
+                        run: config.run.clone(),
+                        stage: "synthesize".into(),
+                        source_path: rejected.source_path,
+                        source_line: rejected.source_line,
+                        source_id: rejected.source_id,
+                        reason: rejected.reason,
+                        excerpt: rejected.excerpt,
+                    });
+                    if quarantined.len() >= config.batch_rows {
+                        quarantine_writer
+                            .write_rows(&quarantined)
+                            .map_err(quarantine_shards)?;
+                        quarantined.clear();
+                    }
+                }
+                input::Item::Case(raw) => {
+                    let (row, failures) = synthesize_case(&raw, &config.run, extra_sources);
+                    report.span_failures += failures.len() as u64;
+                    for failure in failures {
+                        tracing::warn!(case = %row.source_id, %failure, "fact dropped: span did not verify");
+                    }
+                    report.cases += 1;
+                    report.facts += row.facts.len() as u64;
+                    *report.by_format.entry(row.source_format.clone()).or_default() += 1;
+                    for fact in &row.facts {
+                        *report.facts_by_kind.entry(fact.kind.clone()).or_default() += 1;
+                    }
+                    batch.push(row);
+                    if batch.len() >= config.batch_rows {
+                        writer.write_rows(&batch).map_err(shards)?;
+                        batch.clear();
+                    }
+                }
             }
-            report.cases += 1;
-            report.facts += row.facts.len() as u64;
-            *report.by_format.entry(row.source_format.clone()).or_default() += 1;
-            for fact in &row.facts {
-                *report.facts_by_kind.entry(fact.kind.clone()).or_default() += 1;
-            }
-            batch.push(row);
-            if batch.len() >= config.batch_rows {
-                writer.write_rows(&batch).map_err(shards)?;
-                batch.clear();
-            }
-        }
+            Ok(())
+        })?;
     }
-    if !batch.is_empty() {
-        writer.write_rows(&batch).map_err(shards)?;
-    }
-    if !quarantined.is_empty() {
-        quarantine_writer
-            .write_rows(&quarantined)
-            .map_err(quarantine_shards)?;
-    }
-    report.quarantined = quarantined.len() as u64;
-    report.quarantine_reasons = quarantined
-        .iter()
-        .take(20)
-        .map(|row| match row.source_line {
-            Some(line) => format!("{}:{line}: {}", row.source_path, row.reason),
-            None => format!("{}: {}", row.source_path, row.reason),
-        })
-        .collect();
+    writer.write_rows(&batch).map_err(shards)?;
+    quarantine_writer
+        .write_rows(&quarantined)
+        .map_err(quarantine_shards)?;
     let entries = writer.finish().map_err(shards)?;
     let quarantine_entries = quarantine_writer.finish().map_err(quarantine_shards)?;
     quarantine_store

@@ -463,3 +463,90 @@ fn status_says_complete_stale_and_not_started() {
         "{fourth}"
     );
 }
+
+/// The numbers of the dry run's infer line for `subject`: tuples, done, new
+/// calls, cached.
+fn dry_run_counts(stdout: &str, subject: &str) -> (u64, u64, u64, String) {
+    let line = stdout
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(subject))
+        .unwrap_or_else(|| panic!("no dry-run line for {subject} in\n{stdout}"));
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let number = |index: usize| -> u64 {
+        fields[index]
+            .parse()
+            .unwrap_or_else(|_| panic!("field {index} of `{line}`"))
+    };
+    (number(2), number(3), number(4), fields[5].to_string())
+}
+
+#[test]
+fn dry_run_predicts_the_calls_a_run_makes_and_finds_them_cached() {
+    let server = verdict_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pipeline = write_pipeline(dir.path(), &server.openai_base_url(), RULE_JUDGE);
+    let subject = format!("vllm/{SUBJECT_MODEL}");
+    let run = dir.path().join("runs/driver");
+
+    // Before anything ran: every tuple is a new call, and nothing is written.
+    let stdout = succeeded(
+        run_command(dir.path(), &pipeline, &["--dry-run"])
+            .output()
+            .expect("dry run"),
+        "first dry run",
+    );
+    assert_eq!(server.requests(), 0, "a dry run calls no model");
+    assert!(!run.join("responses").exists(), "a dry run writes no responses");
+    let (tuples, done, calls, cached) = dry_run_counts(&stdout, &subject);
+    assert_eq!((done, calls, cached.as_str()), (0, tuples, "0"), "{stdout}");
+    let (control_tuples, _, control_calls, _) = dry_run_counts(&stdout, "control/reference");
+    assert_eq!(
+        (control_tuples, control_calls),
+        (tuples, 0),
+        "controls make no calls"
+    );
+    assert!(
+        stdout.contains(&format!("total: {calls} new subject calls")),
+        "{stdout}"
+    );
+
+    // The run makes exactly the predicted calls.
+    succeeded(
+        run_command(dir.path(), &pipeline, &[]).output().expect("run"),
+        "run",
+    );
+    assert_eq!(server.requests_for_model(SUBJECT_MODEL), calls);
+
+    // Done, nothing left.
+    let stdout = succeeded(
+        run_command(dir.path(), &pipeline, &["--dry-run"])
+            .output()
+            .expect("dry run"),
+        "second dry run",
+    );
+    assert_eq!(
+        dry_run_counts(&stdout, &subject),
+        (tuples, tuples, 0, "0".into()),
+        "{stdout}"
+    );
+
+    // Without the responses, every call is found in the response cache: the
+    // dry run looks up the exact keys infer uses.
+    std::fs::remove_dir_all(run.join("responses")).expect("remove responses");
+    let stdout = succeeded(
+        run_command(dir.path(), &pipeline, &["--dry-run"])
+            .output()
+            .expect("dry run"),
+        "third dry run",
+    );
+    assert_eq!(
+        dry_run_counts(&stdout, &subject),
+        (tuples, 0, 0, tuples.to_string()),
+        "{stdout}"
+    );
+    assert_eq!(
+        server.requests_for_model(SUBJECT_MODEL),
+        calls,
+        "no call since the run"
+    );
+}

@@ -141,36 +141,40 @@ fn her2_flip() -> (Expected, Vec<DiffEntry>) {
     )
 }
 
+/// A case's consensus items: THP and cardiac monitoring.
+fn her2_case(case_id: &str) -> CaseRow {
+    case(
+        case_id,
+        &[
+            ("trastuzumab + pertuzumab with taxane", 1.0),
+            ("cardiac monitoring", 0.3),
+        ],
+    )
+}
+
+/// A case's baseline, its HER2 flip (A1) and a negative control (N1).
+fn her2_variants(case_id: &str) -> Vec<VariantRow> {
+    let (expected, diff) = her2_flip();
+    vec![
+        variant(case_id, "baseline", "baseline", None, Vec::new()),
+        variant(case_id, "A1", "A", Some(expected), diff),
+        variant(
+            case_id,
+            "N1",
+            "N",
+            Some(Expected {
+                direction: "unchanged".into(),
+                ..Expected::default()
+            }),
+            Vec::new(),
+        ),
+    ]
+}
+
 /// Two subjects over one case: a responsive one and a rigid one.
 fn fixture_run(run_dir: &Path, subjects: &[&str]) {
-    let (expected, diff) = her2_flip();
-    write(
-        run_dir,
-        &[case(
-            "c1",
-            &[
-                ("trastuzumab + pertuzumab with taxane", 1.0),
-                ("cardiac monitoring", 0.3),
-            ],
-        )],
-    );
-    write(
-        run_dir,
-        &[
-            variant("c1", "baseline", "baseline", None, Vec::new()),
-            variant("c1", "A1", "A", Some(expected), diff),
-            variant(
-                "c1",
-                "N1",
-                "N",
-                Some(Expected {
-                    direction: "unchanged".into(),
-                    ..Expected::default()
-                }),
-                Vec::new(),
-            ),
-        ],
-    );
+    write(run_dir, &[her2_case("c1")]);
+    write(run_dir, &her2_variants("c1"));
     let mut rows = Vec::new();
     for (index, subject) in subjects.iter().enumerate() {
         rows.push(response(
@@ -257,6 +261,108 @@ fn rule_judge_scores_pairs_and_cms_and_skips_reruns() {
     let again = run(&config(), &judge, dir.path()).expect("rerun");
     assert!(again.skipped, "same judge, same fingerprint: nothing to do");
     assert_eq!(judgments(dir.path()).len(), rows.len());
+}
+
+/// Many cases, subjects and outcomes, written in an order that interleaves
+/// cases and puts some baselines after their variants.
+fn many_cases_run(run_dir: &Path, cases: usize) {
+    let case_ids: Vec<String> = (0..cases).map(|index| format!("case-{index:03}")).collect();
+    let case_rows: Vec<CaseRow> = case_ids.iter().map(|id| her2_case(id)).collect();
+    write(run_dir, &case_rows);
+    let variants: Vec<VariantRow> = case_ids.iter().flat_map(|id| her2_variants(id)).collect();
+    write(run_dir, &variants);
+    let answers = [
+        "THP; cardiac monitoring",
+        "letrozole + palbociclib",
+        "THP with cardiac monitoring",
+    ];
+    let mut rows = Vec::new();
+    for (subject_index, subject) in ["vllm/a", "vllm/b", "control/reference"].iter().enumerate() {
+        for (index, id) in case_ids.iter().enumerate() {
+            let pick = |offset: usize| answers[(index * 7 + subject_index * 3 + offset) % answers.len()];
+            let mut variant_rows = vec![
+                response(subject, id, "A1", "A", pick(1)),
+                response(subject, id, "N1", "N", pick(2)),
+            ];
+            let mut baseline = response(subject, id, "baseline", "baseline", pick(0));
+            if index % 11 == 5 {
+                baseline.status = "error".into();
+                baseline.error = Some("timeout".into());
+            }
+            // Some baselines come after their variants, some are missing.
+            match index % 4 {
+                0 => rows.push(baseline),
+                1 => variant_rows.push(baseline),
+                2 if index % 8 == 2 => {}
+                _ => variant_rows.insert(1, baseline),
+            }
+            rows.extend(variant_rows);
+        }
+    }
+    write(run_dir, &rows);
+}
+
+fn sorted(mut rows: Vec<JudgmentRow>) -> Vec<JudgmentRow> {
+    rows.sort_by(|a, b| {
+        (&a.subject, &a.mode, &a.variant_id, &a.metric).cmp(&(&b.subject, &b.mode, &b.variant_id, &b.metric))
+    });
+    rows
+}
+
+#[test]
+fn case_buckets_judge_exactly_what_one_pass_judges() {
+    let one = tempfile::tempdir().expect("tempdir");
+    let many = tempfile::tempdir().expect("tempdir");
+    many_cases_run(one.path(), 40);
+    many_cases_run(many.path(), 40);
+    let judge = Judge::Rule(Box::new(RuleJudge::builtin().expect("rule")));
+    let whole = run(&config(), &judge, one.path()).expect("one bucket");
+    assert_eq!(whole.buckets, 1, "a small run fits one bucket");
+    let mut small = config();
+    small.bucket_bytes = 2048;
+    let split = run(&small, &judge, many.path()).expect("many buckets");
+    assert!(
+        split.buckets > 5,
+        "a tiny budget splits the cases: {}",
+        split.buckets
+    );
+    assert!(
+        split.buckets <= 40,
+        "never more buckets than cases: {}",
+        split.buckets
+    );
+    assert_eq!(
+        (split.pairs, split.cms, split.errors, &split.labels),
+        (whole.pairs, whole.cms, whole.errors, &whole.labels)
+    );
+    assert_eq!(whole.pairs, 3 * 40 * 2);
+    let (whole_rows, split_rows) = (sorted(judgments(one.path())), sorted(judgments(many.path())));
+    assert_eq!(whole_rows.len() as u64, whole.pairs + whole.cms);
+    assert_eq!(whole_rows, split_rows);
+    // The fixture exercises every path: errors, orphans and real verdicts.
+    let errors = |text: &str| {
+        split_rows
+            .iter()
+            .filter(|row| row.error.as_deref().is_some_and(|error| error.contains(text)))
+            .count()
+    };
+    assert!(errors("no baseline") > 0 && errors("baseline response is an error") > 0);
+    assert!(
+        split_rows
+            .iter()
+            .filter(|row| row.label.as_deref() == Some("updated_correct"))
+            .count()
+            > 0
+    );
+    assert!(
+        split_rows
+            .iter()
+            .filter(|row| row.label.as_deref() == Some("ignored"))
+            .count()
+            > 0
+    );
+    // The skip still holds under buckets.
+    assert!(run(&small, &judge, many.path()).expect("rerun").skipped);
 }
 
 #[test]

@@ -284,6 +284,57 @@ async fn requests_per_minute_spaces_calls() {
 }
 
 #[tokio::test]
+async fn tokens_per_minute_spaces_calls_by_their_tokens() {
+    let server = server(ServerConfig::default()).await;
+    // 60,000 tokens a minute: a burst of 10,000, then 1,000 a second.
+    let limits = Limits {
+        tokens_per_minute: Some(60_000),
+        ..fast_limits()
+    };
+    let client = client_builder(openai_config(&server, "vllm/m", None))
+        .limits(limits)
+        .build()
+        .unwrap();
+    // Each call is about 1,000 prompt tokens (4,000 characters) plus 16 out:
+    // twelve of them are ~2,200 tokens over the burst, so at least ~2.2 s.
+    let prompt = "chart ".repeat(667);
+    let start = Instant::now();
+    let calls = (0..12).map(|i| {
+        let client = client.clone();
+        let request =
+            ChatRequest::new(vec![Message::user(format!("{i} {prompt}"))]).with_params(ChatParams {
+                max_tokens: Some(16),
+                ..ChatParams::default()
+            });
+        async move { client.chat(&request).await }
+    });
+    let mut used = 0;
+    for result in join_all(calls).await {
+        used += result.unwrap().response.usage.total();
+    }
+    let elapsed = start.elapsed();
+    assert!(used > 12_000, "the server counted {used} tokens");
+    assert!(elapsed >= Duration::from_millis(1900), "{elapsed:?}");
+    assert_eq!(server.requests(), 12);
+
+    // The same calls without the limit are not held back.
+    let free = client_builder(openai_config(&server, "vllm/m2", None))
+        .limits(fast_limits())
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let calls = (0..12).map(|i| {
+        let free = free.clone();
+        let request = ChatRequest::new(vec![Message::user(format!("{i} {prompt}"))]);
+        async move { free.chat(&request).await }
+    });
+    for result in join_all(calls).await {
+        result.unwrap();
+    }
+    assert!(start.elapsed() < elapsed, "{:?} vs {elapsed:?}", start.elapsed());
+}
+
+#[tokio::test]
 async fn unknown_routes_and_unreachable_servers_fail_cleanly() {
     let server = server(ServerConfig::default()).await;
     let address = server.address();

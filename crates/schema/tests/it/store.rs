@@ -24,6 +24,7 @@ fn rolls_shards_by_size_and_reads_them_in_order() {
     let dir = tempfile::tempdir().expect("tempdir");
     let options = StoreOptions {
         row_group_rows: 1000,
+        row_group_bytes: 8 * 1024,
         target_shard_bytes: 20_000,
         read_batch_rows: 777,
     };

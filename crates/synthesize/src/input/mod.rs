@@ -158,54 +158,185 @@ pub fn detect(path: &Path, bytes: &[u8]) -> Result<InputFormat> {
     }
 }
 
-/// Reads one file in `format` (`Auto` detects it).
-pub fn read(path: &Path, format: InputFormat, max_case_bytes: usize) -> Result<Read> {
-    let bytes = fs_err::read(path).map_err(|source| Error::Read {
+/// One thing reading an input yields: a case, or an input that could not
+/// become one.
+#[derive(Debug)]
+pub enum Item {
+    Case(RawCase),
+    Rejected(Rejected),
+}
+
+/// Reads one file in `format` (`Auto` detects it), handing each case and
+/// each rejected input to `sink` in file order. JSON lines (and AgentClinic)
+/// are streamed a line at a time, so a file of any size is read in bounded
+/// memory; a text file is one case, and a CSV file is parsed whole (its
+/// quoted fields may span lines).
+pub fn read(
+    path: &Path,
+    format: InputFormat,
+    max_case_bytes: usize,
+    sink: &mut dyn FnMut(Item) -> Result<()>,
+) -> Result<()> {
+    let read_error = |source| Error::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    let mut read = Read::default();
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        read.rejected.push(reject(
+    };
+    let file = fs_err::File::open(path).map_err(read_error)?;
+    let mut lines = Lines {
+        reader: std::io::BufReader::with_capacity(64 * 1024, file),
+        number: 0,
+        keep: max_case_bytes.saturating_add(1),
+    };
+    // The first non-blank line says whether the file is empty, and its format.
+    let first = loop {
+        match lines.next_line().map_err(read_error)? {
+            Some(line) if line.is_blank() => continue,
+            other => break other,
+        }
+    };
+    let Some(first) = first else {
+        return sink(Item::Rejected(reject(
             path,
             None,
             None,
             "empty file: no case in it".into(),
-            &bytes,
-        ));
-        return Ok(read);
-    }
+            &[],
+        )));
+    };
     let format = match format {
-        InputFormat::Auto => detect(path, &bytes)?,
+        InputFormat::Auto => detect(path, &first.bytes)?,
         other => other,
     };
     match format {
-        InputFormat::Text | InputFormat::Auto => read_text(path, &bytes, max_case_bytes, &mut read),
-        InputFormat::Jsonl => {
-            for_each_line(path, &bytes, max_case_bytes, &mut read, |line, number, read| {
-                match fields::case_from_object(line, "jsonl", path, number) {
-                    Ok(case) => read.cases.push(case),
-                    Err(reason) => {
-                        read.rejected
-                            .push(reject(path, Some(number), None, reason, line.as_bytes()))
-                    }
+        InputFormat::Jsonl | InputFormat::Agentclinic => {
+            let mut next = Some(first);
+            while let Some(line) = next {
+                if !line.is_blank() {
+                    sink(line_item(path, &line, max_case_bytes, format))?;
                 }
-            });
+                next = lines.next_line().map_err(read_error)?;
+            }
         }
-        InputFormat::Agentclinic => {
-            for_each_line(path, &bytes, max_case_bytes, &mut read, |line, number, read| {
-                match agentclinic::case_from_line(line, path, number) {
-                    Ok(case) => read.cases.push(case),
-                    Err(reason) => {
-                        read.rejected
-                            .push(reject(path, Some(number), None, reason, line.as_bytes()))
-                    }
-                }
-            });
+        InputFormat::Text | InputFormat::Auto | InputFormat::Csv => {
+            drop(lines);
+            let bytes = fs_err::read(path).map_err(read_error)?;
+            let mut read = Read::default();
+            if format == InputFormat::Csv {
+                csv::read(path, &bytes, max_case_bytes, &mut read);
+            } else {
+                read_text(path, &bytes, max_case_bytes, &mut read);
+            }
+            for rejected in read.rejected {
+                sink(Item::Rejected(rejected))?;
+            }
+            for case in read.cases {
+                sink(Item::Case(case))?;
+            }
         }
-        InputFormat::Csv => csv::read(path, &bytes, max_case_bytes, &mut read),
     }
-    Ok(read)
+    Ok(())
+}
+
+/// One line of an input: its 1-based number, its first `keep` bytes (no
+/// line end), and its whole length.
+struct Line {
+    number: u64,
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Line {
+    fn is_blank(&self) -> bool {
+        self.bytes.len() == self.len && self.bytes.iter().all(u8::is_ascii_whitespace)
+    }
+}
+
+/// Lines of a reader, each kept only up to `keep` bytes: an oversized line is
+/// measured and rejected without ever being held whole.
+struct Lines<R> {
+    reader: R,
+    number: u64,
+    keep: usize,
+}
+
+impl<R: std::io::BufRead> Lines<R> {
+    fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+        let mut bytes = Vec::new();
+        let mut len = 0usize;
+        let mut any = false;
+        let mut last = None;
+        loop {
+            let (used, done) = {
+                let buffer = self.reader.fill_buf()?;
+                if buffer.is_empty() {
+                    break;
+                }
+                any = true;
+                let (chunk, done) = match buffer.iter().position(|byte| *byte == b'\n') {
+                    Some(at) => (&buffer[..at], true),
+                    None => (buffer, false),
+                };
+                let room = self.keep.saturating_sub(bytes.len());
+                bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                len += chunk.len();
+                last = chunk.last().copied().or(last);
+                (chunk.len() + usize::from(done), done)
+            };
+            self.reader.consume(used);
+            if done {
+                break;
+            }
+        }
+        if !any {
+            return Ok(None);
+        }
+        self.number += 1;
+        if last == Some(b'\r') {
+            if bytes.len() == len {
+                bytes.pop();
+            }
+            len -= 1;
+        }
+        Ok(Some(Line {
+            number: self.number,
+            bytes,
+            len,
+        }))
+    }
+}
+
+/// A non-blank JSON line as a case, or why it is rejected (too big, not
+/// UTF-8, not a case).
+fn line_item(path: &Path, line: &Line, max_case_bytes: usize, format: InputFormat) -> Item {
+    let number = line.number;
+    let rejected =
+        |reason: String, bytes: &[u8]| Item::Rejected(reject(path, Some(number), None, reason, bytes));
+    if line.len > max_case_bytes {
+        return rejected(
+            format!("line {number}: {}", too_big(line.len, max_case_bytes)),
+            &line.bytes,
+        );
+    }
+    let text = match std::str::from_utf8(&line.bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            return rejected(
+                format!(
+                    "line {number}: not valid UTF-8 (bad byte at column {})",
+                    error.valid_up_to() + 1
+                ),
+                &line.bytes,
+            );
+        }
+    };
+    let parsed = match format {
+        InputFormat::Agentclinic => agentclinic::case_from_line(text, path, number),
+        _ => fields::case_from_object(text, "jsonl", path, number),
+    };
+    match parsed {
+        Ok(case) => Item::Case(case),
+        Err(reason) => rejected(reason, text.as_bytes()),
+    }
 }
 
 fn read_text(path: &Path, bytes: &[u8], max_case_bytes: usize, read: &mut Read) {
@@ -254,43 +385,91 @@ fn line_of(bytes: &[u8], offset: usize) -> u64 {
     bytes[..offset].iter().filter(|byte| **byte == b'\n').count() as u64 + 1
 }
 
-/// Calls `each` with every non-blank line (1-based number); invalid UTF-8
-/// and oversized lines are rejected with their line number.
-fn for_each_line(
-    path: &Path,
-    bytes: &[u8],
-    max_case_bytes: usize,
-    read: &mut Read,
-    mut each: impl FnMut(&str, u64, &mut Read),
-) {
-    for (index, line) in bytes.split(|byte| *byte == b'\n').enumerate() {
-        let number = index as u64 + 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[u8], capacity: usize, keep: usize) -> Vec<(u64, Vec<u8>, usize)> {
+        let mut lines = Lines {
+            reader: std::io::BufReader::with_capacity(capacity, text),
+            number: 0,
+            keep,
+        };
+        let mut out = Vec::new();
+        while let Some(line) = lines.next_line().expect("in-memory read") {
+            out.push((line.number, line.bytes, line.len));
         }
-        if line.len() > max_case_bytes {
-            read.rejected.push(reject(
-                path,
-                Some(number),
-                None,
-                format!("line {number}: {}", too_big(line.len(), max_case_bytes)),
-                line,
-            ));
-            continue;
+        out
+    }
+
+    #[test]
+    fn lines_across_buffer_edges_keep_numbers_and_bound_what_is_held() {
+        let text = b"{\"a\":1}\r\n\n  \nabcdefghijklmnop\r\nlast";
+        for capacity in [1, 2, 3, 5, 8, 64] {
+            let got = lines(text, capacity, 6);
+            assert_eq!(
+                got,
+                vec![
+                    (1, b"{\"a\":1".to_vec(), 7),
+                    (2, Vec::new(), 0),
+                    (3, b"  ".to_vec(), 2),
+                    (4, b"abcdef".to_vec(), 16),
+                    (5, b"last".to_vec(), 4),
+                ],
+                "buffer of {capacity} bytes"
+            );
         }
-        match std::str::from_utf8(line) {
-            Ok(text) => each(text, number, read),
-            Err(error) => read.rejected.push(reject(
-                path,
-                Some(number),
-                None,
-                format!(
-                    "line {number}: not valid UTF-8 (bad byte at column {})",
-                    error.valid_up_to() + 1
-                ),
-                line,
-            )),
-        }
+        // Within the limit a CR before LF is dropped, as the whole-file reader did.
+        assert_eq!(
+            lines(b"x\r\ny\n", 2, 100),
+            vec![(1, b"x".to_vec(), 1), (2, b"y".to_vec(), 1)]
+        );
+        assert!(lines(b"", 4, 10).is_empty());
+    }
+
+    #[test]
+    fn streamed_jsonl_rejects_big_and_broken_lines_by_number_and_reads_the_rest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cases.jsonl");
+        let big = format!("{{\"id\":\"big\",\"text\":\"{}\"}}", "x".repeat(5000));
+        let mut text = Vec::new();
+        text.extend_from_slice(b"{\"id\":\"a\",\"text\":\"HPI: 60F with breast cancer.\"}\r\n\n");
+        text.extend_from_slice(big.as_bytes());
+        text.extend_from_slice(
+            b"\n{\"id\":\"bad\",\"text\":\"\xff\"}\n{\"id\":\"b\",\"text\":\"HPI: 50M.\"}",
+        );
+        std::fs::write(&path, &text).expect("write");
+        let mut items = Vec::new();
+        read(&path, InputFormat::Auto, 1000, &mut |item| {
+            items.push(item);
+            Ok(())
+        })
+        .expect("read");
+        let summary: Vec<String> = items
+            .iter()
+            .map(|item| match item {
+                Item::Case(case) => format!("case {} line {:?}", case.source_id, case.source_line),
+                Item::Rejected(rejected) => {
+                    format!("rejected line {:?}: {}", rejected.source_line, rejected.reason)
+                }
+            })
+            .collect();
+        assert_eq!(summary.len(), 4, "{summary:#?}");
+        assert_eq!(summary[0], "case a line Some(1)");
+        assert!(
+            summary[1].starts_with("rejected line Some(3): line 3: case is 5022 bytes"),
+            "{}",
+            summary[1]
+        );
+        assert!(
+            summary[2].starts_with("rejected line Some(4): line 4: not valid UTF-8"),
+            "{}",
+            summary[2]
+        );
+        assert_eq!(summary[3], "case b line Some(5)");
+        let Item::Rejected(big) = &items[1] else {
+            unreachable!()
+        };
+        assert!(big.excerpt.as_ref().is_some_and(|excerpt| excerpt.len() <= 2048));
     }
 }
