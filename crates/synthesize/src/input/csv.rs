@@ -6,115 +6,107 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::fields::{SECTION_COLUMNS, case_from_map};
-use super::{Read, reject, too_big};
+use super::{Item, Line, Lines, reject, too_big};
+use crate::error::Result;
 
 /// One CSV record: its fields and the 1-based line it starts on.
 type Record = (Vec<String>, u64);
 
-/// Splits CSV text into records (RFC 4180: quotes, doubled quotes,
-/// line breaks inside quotes). An unterminated quote is an error.
-fn records(text: &str) -> Result<Vec<Record>, String> {
-    let mut records = Vec::new();
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut line = 1u64;
-    let mut record_line = 1u64;
-    let mut quote_line = 0u64;
-    let mut characters = text.chars().peekable();
-    let mut at_field_start = true;
-    while let Some(character) = characters.next() {
-        if quoted {
-            match character {
-                '"' if characters.peek() == Some(&'"') => {
-                    characters.next();
-                    field.push('"');
-                }
-                '"' => quoted = false,
-                '\n' => {
-                    line += 1;
-                    field.push('\n');
-                }
-                other => field.push(other),
-            }
-            continue;
-        }
-        match character {
-            '"' if at_field_start => {
-                quoted = true;
-                quote_line = line;
-                at_field_start = false;
-            }
-            ',' => {
-                fields.push(std::mem::take(&mut field));
-                at_field_start = true;
-            }
-            '\r' => {}
-            '\n' => {
-                fields.push(std::mem::take(&mut field));
-                if !(fields.len() == 1 && fields[0].is_empty()) {
-                    records.push((std::mem::take(&mut fields), record_line));
-                }
-                fields.clear();
-                line += 1;
-                record_line = line;
-                at_field_start = true;
-            }
-            other => {
-                field.push(other);
-                at_field_start = false;
-            }
-        }
-    }
-    if quoted {
-        return Err(format!("line {quote_line}: a quoted field is never closed"));
-    }
-    if !field.is_empty() || !fields.is_empty() {
-        fields.push(field);
-        records.push((fields, record_line));
-    }
-    Ok(records)
+/// An incremental RFC 4180 parser (quotes, doubled quotes, line breaks
+/// inside quotes), fed a line at a time: a record comes out once its last
+/// line is in.
+struct Parser {
+    fields: Vec<String>,
+    field: String,
+    quoted: bool,
+    at_field_start: bool,
+    /// The line the pending record starts on (0: none pending).
+    record_line: u64,
+    /// The line the open quote started on.
+    quote_line: u64,
+    /// Bytes of the pending record so far.
+    bytes: usize,
 }
 
-pub fn read(path: &Path, bytes: &[u8], max_case_bytes: usize, read: &mut Read) {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(error) => {
-            let line = bytes[..error.valid_up_to()]
-                .iter()
-                .filter(|byte| **byte == b'\n')
-                .count() as u64
-                + 1;
-            read.rejected.push(reject(
-                path,
-                Some(line),
-                None,
-                format!(
-                    "line {line}: not valid UTF-8 (bad byte at offset {}); the CSV file was not read",
-                    error.valid_up_to()
-                ),
-                bytes,
-            ));
-            return;
+impl Parser {
+    fn new() -> Self {
+        Parser {
+            fields: Vec::new(),
+            field: String::new(),
+            quoted: false,
+            at_field_start: true,
+            record_line: 0,
+            quote_line: 0,
+            bytes: 0,
         }
-    };
-    let records = match records(text) {
-        Ok(records) => records,
-        Err(reason) => {
-            read.rejected.push(reject(path, None, None, reason, bytes));
-            return;
+    }
+
+    /// Feeds line `number` (without its line end); returns the record it
+    /// completes, if any (blank lines make none).
+    fn feed(&mut self, line: &str, number: u64) -> Option<Record> {
+        if self.record_line == 0 {
+            self.record_line = number;
         }
-    };
-    let Some(((header, _), rows)) = records.split_first() else {
-        read.rejected
-            .push(reject(path, None, None, "empty CSV: no header row".into(), bytes));
-        return;
-    };
-    let header: Vec<String> = header
+        self.bytes += line.len() + 1;
+        let mut characters = line.chars().peekable();
+        while let Some(character) = characters.next() {
+            if self.quoted {
+                match character {
+                    '"' if characters.peek() == Some(&'"') => {
+                        characters.next();
+                        self.field.push('"');
+                    }
+                    '"' => self.quoted = false,
+                    other => self.field.push(other),
+                }
+                continue;
+            }
+            match character {
+                '"' if self.at_field_start => {
+                    self.quoted = true;
+                    self.quote_line = number;
+                    self.at_field_start = false;
+                }
+                ',' => {
+                    self.fields.push(std::mem::take(&mut self.field));
+                    self.at_field_start = true;
+                }
+                '\r' => {}
+                other => {
+                    self.field.push(other);
+                    self.at_field_start = false;
+                }
+            }
+        }
+        if self.quoted {
+            self.field.push('\n');
+            return None;
+        }
+        self.fields.push(std::mem::take(&mut self.field));
+        let fields = std::mem::take(&mut self.fields);
+        let line = self.record_line;
+        *self = Parser::new();
+        (!(fields.len() == 1 && fields[0].is_empty())).then_some((fields, line))
+    }
+
+    /// A record has begun and not ended (an open quote).
+    fn pending(&self) -> bool {
+        self.record_line != 0
+    }
+}
+
+/// The header's names and what it says about the rows.
+struct Header {
+    names: Vec<String>,
+}
+
+/// Why a header cannot be used, or the header.
+fn header(fields: &[String]) -> Result<Header, String> {
+    let names: Vec<String> = fields
         .iter()
         .map(|name| name.trim().trim_start_matches('\u{feff}').to_string())
         .collect();
-    let normalised: Vec<String> = header
+    let normalised: Vec<String> = names
         .iter()
         .map(|name| name.to_ascii_lowercase().replace([' ', '-'], "_"))
         .collect();
@@ -129,64 +121,146 @@ pub fn read(path: &Path, bytes: &[u8], max_case_bytes: usize, read: &mut Read) {
         .any(|name| SECTION_COLUMNS.iter().any(|(known, _)| known == name));
     if !has_text && !has_section {
         let known: Vec<&str> = SECTION_COLUMNS.iter().map(|(name, _)| *name).collect();
-        read.rejected.push(reject(
-            path,
-            Some(1),
-            None,
-            format!(
-                "CSV header is missing a `text` column (or a section column: {}); columns found: {}",
-                known.join(", "),
-                header.join(", ")
-            ),
-            bytes,
+        return Err(format!(
+            "CSV header is missing a `text` column (or a section column: {}); columns found: {}",
+            known.join(", "),
+            names.join(", ")
         ));
-        return;
     }
-    for (fields, line) in rows {
-        let raw_line = fields.join(",");
-        if fields.len() != header.len() {
-            read.rejected.push(reject(
-                path,
-                Some(*line),
-                None,
-                format!(
-                    "line {line}: {} fields where the header has {} columns",
-                    fields.len(),
-                    header.len()
-                ),
-                raw_line.as_bytes(),
-            ));
-            continue;
+    Ok(Header { names })
+}
+
+/// One data row as a case, or why it is rejected.
+fn row_item(path: &Path, header: &Header, (fields, line): Record, max_case_bytes: usize) -> Item {
+    let raw_line = fields.join(",");
+    let rejected =
+        |reason: String| Item::Rejected(reject(path, Some(line), None, reason, raw_line.as_bytes()));
+    if fields.len() != header.names.len() {
+        return rejected(format!(
+            "line {line}: {} fields where the header has {} columns",
+            fields.len(),
+            header.names.len()
+        ));
+    }
+    let size: usize = fields.iter().map(String::len).sum();
+    if size > max_case_bytes {
+        return rejected(format!("line {line}: {}", too_big(size, max_case_bytes)));
+    }
+    let mut object = Map::new();
+    for (name, value) in header.names.iter().zip(fields) {
+        if !value.is_empty() {
+            object.insert(name.clone(), Value::String(value));
         }
-        let size: usize = fields.iter().map(String::len).sum();
-        if size > max_case_bytes {
-            read.rejected.push(reject(
-                path,
-                Some(*line),
-                None,
-                format!("line {line}: {}", too_big(size, max_case_bytes)),
-                raw_line.as_bytes(),
-            ));
-            continue;
-        }
-        let mut object = Map::new();
-        for (name, value) in header.iter().zip(fields) {
-            if !value.is_empty() {
-                object.insert(name.clone(), Value::String(value.clone()));
+    }
+    match case_from_map(object, "csv", path, line) {
+        Ok(case) => Item::Case(case),
+        Err(reason) => rejected(reason),
+    }
+}
+
+/// Reads a CSV file a line at a time from `first` (its first non-blank
+/// line) on. A bad line (not UTF-8, too long) or row is quarantined and the
+/// rest is read; a header without a text or section column rejects the file.
+pub(super) fn read<R: std::io::BufRead>(
+    path: &Path,
+    first: Line,
+    lines: &mut Lines<R>,
+    max_case_bytes: usize,
+    sink: &mut dyn FnMut(Item) -> Result<()>,
+) -> Result<()> {
+    let mut parser = Parser::new();
+    let mut header_row: Option<Header> = None;
+    let mut next = Some(first);
+    while let Some(line) = next {
+        let number = line.number;
+        let rejected = |reason: String| Item::Rejected(reject(path, Some(number), None, reason, &line.bytes));
+        let item = if parser.bytes + line.len > max_case_bytes {
+            // A line, or a record spanning lines, over the limit.
+            let size = parser.bytes + line.len;
+            parser = Parser::new();
+            Some(rejected(format!(
+                "line {number}: {}",
+                too_big(size, max_case_bytes)
+            )))
+        } else {
+            match std::str::from_utf8(&line.bytes) {
+                Err(error) => {
+                    parser = Parser::new();
+                    Some(rejected(format!(
+                        "line {number}: not valid UTF-8 (bad byte at column {})",
+                        error.valid_up_to() + 1
+                    )))
+                }
+                Ok(text) => match (parser.feed(text, number), &header_row) {
+                    (None, _) => None,
+                    (Some(record), Some(header_row)) => {
+                        Some(row_item(path, header_row, record, max_case_bytes))
+                    }
+                    (Some((fields, line)), None) => match header(&fields) {
+                        Ok(found) => {
+                            header_row = Some(found);
+                            None
+                        }
+                        Err(reason) => {
+                            let raw = fields.join(",");
+                            return sink(Item::Rejected(reject(
+                                path,
+                                Some(line),
+                                None,
+                                reason,
+                                raw.as_bytes(),
+                            )));
+                        }
+                    },
+                },
             }
+        };
+        if let Some(item) = item {
+            sink(item)?;
         }
-        match case_from_map(object, "csv", path, *line) {
-            Ok(case) => read.cases.push(case),
-            Err(reason) => read
-                .rejected
-                .push(reject(path, Some(*line), None, reason, raw_line.as_bytes())),
-        }
+        next = lines.next_line()?;
     }
+    if parser.pending() {
+        let partial = parser.fields.join(",") + &parser.field;
+        sink(Item::Rejected(reject(
+            path,
+            Some(parser.quote_line),
+            None,
+            format!("line {}: a quoted field is never closed", parser.quote_line),
+            partial.as_bytes(),
+        )))?;
+    }
+    if header_row.is_none() && !parser.pending() {
+        sink(Item::Rejected(reject(
+            path,
+            None,
+            None,
+            "empty CSV: no header row".into(),
+            &[],
+        )))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every record of `text`, or the open quote's error.
+    fn records(text: &str) -> Result<Vec<Record>, String> {
+        let mut parser = Parser::new();
+        let mut records = Vec::new();
+        for (index, line) in text.split('\n').enumerate() {
+            records.extend(parser.feed(line, index as u64 + 1));
+        }
+        if parser.pending() {
+            return Err(format!(
+                "line {}: a quoted field is never closed",
+                parser.quote_line
+            ));
+        }
+        Ok(records)
+    }
 
     #[test]
     fn quoted_fields_and_lines() {

@@ -167,10 +167,10 @@ pub enum Item {
 }
 
 /// Reads one file in `format` (`Auto` detects it), handing each case and
-/// each rejected input to `sink` in file order. JSON lines (and AgentClinic)
-/// are streamed a line at a time, so a file of any size is read in bounded
-/// memory; a text file is one case, and a CSV file is parsed whole (its
-/// quoted fields may span lines).
+/// each rejected input to `sink` in file order. JSON lines, AgentClinic and
+/// CSV are streamed a line at a time (a CSV record may span lines inside
+/// quotes), so a file of any size is read in bounded memory; a text file is
+/// one case.
 pub fn read(
     path: &Path,
     format: InputFormat,
@@ -184,12 +184,13 @@ pub fn read(
     let file = fs_err::File::open(path).map_err(read_error)?;
     let mut lines = Lines {
         reader: std::io::BufReader::with_capacity(64 * 1024, file),
+        path: path.to_path_buf(),
         number: 0,
         keep: max_case_bytes.saturating_add(1),
     };
     // The first non-blank line says whether the file is empty, and its format.
     let first = loop {
-        match lines.next_line().map_err(read_error)? {
+        match lines.next_line()? {
             Some(line) if line.is_blank() => continue,
             other => break other,
         }
@@ -214,18 +215,15 @@ pub fn read(
                 if !line.is_blank() {
                     sink(line_item(path, &line, max_case_bytes, format))?;
                 }
-                next = lines.next_line().map_err(read_error)?;
+                next = lines.next_line()?;
             }
         }
-        InputFormat::Text | InputFormat::Auto | InputFormat::Csv => {
+        InputFormat::Csv => csv::read(path, first, &mut lines, max_case_bytes, sink)?,
+        InputFormat::Text | InputFormat::Auto => {
             drop(lines);
             let bytes = fs_err::read(path).map_err(read_error)?;
             let mut read = Read::default();
-            if format == InputFormat::Csv {
-                csv::read(path, &bytes, max_case_bytes, &mut read);
-            } else {
-                read_text(path, &bytes, max_case_bytes, &mut read);
-            }
+            read_text(path, &bytes, max_case_bytes, &mut read);
             for rejected in read.rejected {
                 sink(Item::Rejected(rejected))?;
             }
@@ -255,12 +253,21 @@ impl Line {
 /// measured and rejected without ever being held whole.
 struct Lines<R> {
     reader: R,
+    /// The file, for read errors.
+    path: PathBuf,
     number: u64,
     keep: usize,
 }
 
 impl<R: std::io::BufRead> Lines<R> {
-    fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+    fn next_line(&mut self) -> Result<Option<Line>> {
+        self.read_line().map_err(|source| Error::Read {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    fn read_line(&mut self) -> std::io::Result<Option<Line>> {
         let mut bytes = Vec::new();
         let mut len = 0usize;
         let mut any = false;
@@ -392,6 +399,7 @@ mod tests {
     fn lines(text: &[u8], capacity: usize, keep: usize) -> Vec<(u64, Vec<u8>, usize)> {
         let mut lines = Lines {
             reader: std::io::BufReader::with_capacity(capacity, text),
+            path: PathBuf::from("test"),
             number: 0,
             keep,
         };
@@ -425,6 +433,58 @@ mod tests {
             vec![(1, b"x".to_vec(), 1), (2, b"y".to_vec(), 1)]
         );
         assert!(lines(b"", 4, 10).is_empty());
+    }
+
+    fn summary(path: &Path, max_case_bytes: usize) -> Vec<String> {
+        let mut items = Vec::new();
+        read(path, InputFormat::Auto, max_case_bytes, &mut |item| {
+            items.push(match item {
+                Item::Case(case) => format!("case {} line {:?}", case.source_id, case.source_line),
+                Item::Rejected(rejected) => {
+                    format!("rejected line {:?}: {}", rejected.source_line, rejected.reason)
+                }
+            });
+            Ok(())
+        })
+        .expect("read");
+        items
+    }
+
+    #[test]
+    fn streamed_csv_spans_quoted_lines_and_quarantines_one_bad_row_not_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cases.csv");
+        let mut text = Vec::new();
+        text.extend_from_slice(b"id,text\r\n");
+        text.extend_from_slice(b"a,\"HPI: 60F.\nPathology: breast, \"\"ER+\"\".\"\r\n");
+        text.extend_from_slice(b"bad,\"caf\xe9\"\n");
+        text.extend_from_slice(format!("big,{}\n", "x".repeat(600)).as_bytes());
+        text.extend_from_slice(b"b,HPI: 50M.\n\n");
+        text.extend_from_slice(b"c,\"never closed\nstill open\n");
+        std::fs::write(&path, &text).expect("write");
+        let got = summary(&path, 500);
+        assert_eq!(got.len(), 5, "{got:#?}");
+        assert_eq!(got[0], "case a line Some(2)");
+        assert!(
+            got[1].starts_with("rejected line Some(4): line 4: not valid UTF-8"),
+            "{}",
+            got[1]
+        );
+        assert!(
+            got[2].starts_with("rejected line Some(5): line 5: case is 604 bytes"),
+            "{}",
+            got[2]
+        );
+        assert_eq!(got[3], "case b line Some(6)");
+        assert_eq!(
+            got[4],
+            "rejected line Some(8): line 8: a quoted field is never closed"
+        );
+        // A header without a text column rejects the file, once.
+        std::fs::write(&path, "id,notes\n1,HER2 positive\n2,x\n").expect("write");
+        let got = summary(&path, 500);
+        assert_eq!(got.len(), 1, "{got:#?}");
+        assert!(got[0].contains("missing a `text` column"), "{}", got[0]);
     }
 
     #[test]
