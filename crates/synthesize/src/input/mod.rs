@@ -221,9 +221,20 @@ pub fn read(
         InputFormat::Csv => csv::read(path, first, &mut lines, max_case_bytes, sink)?,
         InputFormat::Text | InputFormat::Auto => {
             drop(lines);
-            let bytes = fs_err::read(path).map_err(read_error)?;
+            // One case: never more than the limit (and one byte) is read.
+            let size = fs_err::metadata(path).map_err(read_error)?.len();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(
+                    fs_err::File::open(path).map_err(read_error)?,
+                    max_case_bytes as u64 + 1,
+                ),
+                &mut bytes,
+            )
+            .map_err(read_error)?;
+            let size = usize::try_from(size).unwrap_or(usize::MAX).max(bytes.len());
             let mut read = Read::default();
-            read_text(path, &bytes, max_case_bytes, &mut read);
+            read_text(path, &bytes, size, max_case_bytes, &mut read);
             for rejected in read.rejected {
                 sink(Item::Rejected(rejected))?;
             }
@@ -346,18 +357,20 @@ fn line_item(path: &Path, line: &Line, max_case_bytes: usize, format: InputForma
     }
 }
 
-fn read_text(path: &Path, bytes: &[u8], max_case_bytes: usize, read: &mut Read) {
+/// A text file (`bytes`: at most its first `max_case_bytes + 1` bytes; `size`:
+/// its whole length) as one case.
+fn read_text(path: &Path, bytes: &[u8], size: usize, max_case_bytes: usize, read: &mut Read) {
     let source_id = path
         .file_stem()
         .and_then(|stem| stem.to_str())
         .unwrap_or("case")
         .to_string();
-    if bytes.len() > max_case_bytes {
+    if size > max_case_bytes {
         read.rejected.push(reject(
             path,
             None,
             Some(source_id),
-            too_big(bytes.len(), max_case_bytes),
+            too_big(size, max_case_bytes),
             bytes,
         ));
         return;
