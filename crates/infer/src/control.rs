@@ -97,7 +97,7 @@ impl Control {
                 if candidates.is_empty() {
                     return Vec::new();
                 }
-                let pick = (crate::id_hash(variant_id) % candidates.len() as u64) as usize;
+                let pick = (cfeval_schema::ids::id_hash(variant_id) % candidates.len() as u64) as usize;
                 candidates[pick]
                     .items
                     .iter()

@@ -25,12 +25,3 @@ pub use error::{Error, Result};
 pub use prompt::Prompts;
 pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
 pub use run::{Config, Report, Slice, fingerprint, run, run_async, unit};
-
-/// A stable 64-bit hash of an id (the first 8 bytes of its BLAKE3), for
-/// slicing work and for the erratic control's seeded choice.
-pub(crate) fn id_hash(id: &str) -> u64 {
-    let hash = blake3::hash(id.as_bytes());
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&hash.as_bytes()[..8]);
-    u64::from_le_bytes(bytes)
-}

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cfeval_schema::{Progress, Provenance, ResponseRow, ShardStore, StoreOptions, Table, VariantRow, ids};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::prompt::Prompts;
@@ -44,7 +44,7 @@ impl Slice {
         if self.count <= 1 {
             return true;
         }
-        crate::id_hash(id) % u64::from(self.count) == u64::from(self.index - 1)
+        cfeval_schema::ids::id_hash(id) % u64::from(self.count) == u64::from(self.index - 1)
     }
 }
 
@@ -253,22 +253,17 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
 
 /// Variant ids this subject already answered in this mode.
 fn answered(responses: &ShardStore, subject: &str, mode: Mode) -> Result<HashSet<String>> {
+    #[derive(Deserialize)]
+    struct Answer {
+        subject: String,
+        mode: String,
+        variant_id: String,
+    }
     let mut done = HashSet::new();
-    for batch in responses.scan(Some(&["subject", "mode", "variant_id"]))? {
-        let batch = batch?;
-        let column = |index: usize| {
-            batch
-                .column(index)
-                .as_any()
-                .downcast_ref::<arrow_array::StringArray>()
-                .cloned()
-        };
-        let (Some(subjects), Some(modes), Some(ids)) = (column(0), column(1), column(2)) else {
-            continue;
-        };
-        for row in 0..batch.num_rows() {
-            if subjects.value(row) == subject && modes.value(row) == mode.as_str() {
-                done.insert(ids.value(row).to_string());
+    for batch in responses.read_columns::<Answer>(&["subject", "mode", "variant_id"])? {
+        for answer in batch? {
+            if answer.subject == subject && answer.mode == mode.as_str() {
+                done.insert(answer.variant_id);
             }
         }
     }

@@ -264,10 +264,7 @@ fn bucket_of(case_id: &str, count: u64) -> u64 {
     if count <= 1 {
         return 0;
     }
-    let hash = blake3::hash(case_id.as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&hash.as_bytes()[..8]);
-    u64::from_le_bytes(first) % count
+    ids::id_hash(case_id) % count
 }
 
 fn text_len(text: &Option<String>) -> u64 {

@@ -25,6 +25,15 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
+/// A stable 64-bit hash of an id (the first 8 bytes of its BLAKE3): for
+/// slicing and bucketing work by id, and for seeded choices per id.
+pub fn id_hash(id: &str) -> u64 {
+    let hash = blake3::hash(id.as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&hash.as_bytes()[..8]);
+    u64::from_le_bytes(bytes)
+}
+
 /// [`hash_bytes`] of everything `reader` yields, read a block at a time.
 pub fn hash_reader(reader: impl std::io::Read) -> std::io::Result<String> {
     let mut hasher = blake3::Hasher::new();

@@ -86,24 +86,16 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 
 /// Responses per (subject, family), for the judges' progress totals.
 fn response_counts(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), u64>> {
+    #[derive(serde::Deserialize)]
+    struct Key {
+        subject: String,
+        family: String,
+    }
     let responses = ShardStore::open_table::<ResponseRow>(run_dir)?;
     let mut counts = BTreeMap::new();
-    for batch in responses.scan(Some(&["subject", "family"]))? {
-        let batch = batch?;
-        let column = |index: usize| {
-            batch
-                .column(index)
-                .as_any()
-                .downcast_ref::<arrow_array::StringArray>()
-                .cloned()
-        };
-        let (Some(subjects), Some(families)) = (column(0), column(1)) else {
-            continue;
-        };
-        for row in 0..batch.num_rows() {
-            *counts
-                .entry((subjects.value(row).to_string(), families.value(row).to_string()))
-                .or_default() += 1;
+    for batch in responses.read_columns::<Key>(&["subject", "family"])? {
+        for key in batch? {
+            *counts.entry((key.subject, key.family)).or_default() += 1;
         }
     }
     Ok(counts)

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use arrow_array::{Array, BooleanArray, StringArray};
 use cfeval_infer::{CallSettings, Mode, Prompts, Slice};
 use cfeval_model::{BackendIdentity, CacheKey, Price, PriceTable, ResponseCache, SubjectSpec};
 use cfeval_schema::{ResponseRow, ShardStore, VariantRow};
@@ -50,21 +49,17 @@ fn runs_family(families: &[String], family: &str) -> bool {
 
 /// Applicable variants in `slice` per family (`baseline` included).
 fn family_counts(variants: &ShardStore, slice: Slice) -> anyhow::Result<BTreeMap<String, u64>> {
+    #[derive(serde::Deserialize)]
+    struct Variant {
+        variant_id: String,
+        family: String,
+        applicable: bool,
+    }
     let mut per_family: BTreeMap<String, u64> = BTreeMap::new();
-    for batch in variants.scan(Some(&["variant_id", "family", "applicable"]))? {
-        let batch = batch?;
-        let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
-        let families = batch.column(1).as_any().downcast_ref::<StringArray>();
-        let applicable = batch.column(2).as_any().downcast_ref::<BooleanArray>();
-        let (Some(ids), Some(families), Some(applicable)) = (ids, families, applicable) else {
-            anyhow::bail!(
-                "variants in {} have unexpected column types",
-                variants.dir().display()
-            );
-        };
-        for row in 0..batch.num_rows() {
-            if applicable.is_valid(row) && applicable.value(row) && slice.contains(ids.value(row)) {
-                *per_family.entry(families.value(row).to_string()).or_default() += 1;
+    for batch in variants.read_columns::<Variant>(&["variant_id", "family", "applicable"])? {
+        for variant in batch? {
+            if variant.applicable && slice.contains(&variant.variant_id) {
+                *per_family.entry(variant.family).or_default() += 1;
             }
         }
     }
@@ -109,6 +104,12 @@ struct UnitPlan {
 }
 
 fn answered(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), std::collections::HashSet<String>>> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        subject: String,
+        mode: String,
+        variant_id: String,
+    }
     let mut done: BTreeMap<(String, String), std::collections::HashSet<String>> = BTreeMap::new();
     let Some(responses) = ShardStore::open_existing(
         &run_dir.join("responses"),
@@ -118,22 +119,11 @@ fn answered(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), std::co
     else {
         return Ok(done);
     };
-    for batch in responses.scan(Some(&["subject", "mode", "variant_id"]))? {
-        let batch = batch?;
-        let column = |index: usize| {
-            batch
-                .column(index)
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .cloned()
-        };
-        let (Some(subjects), Some(modes), Some(ids)) = (column(0), column(1), column(2)) else {
-            continue;
-        };
-        for row in 0..batch.num_rows() {
-            done.entry((subjects.value(row).to_string(), modes.value(row).to_string()))
+    for batch in responses.read_columns::<Answer>(&["subject", "mode", "variant_id"])? {
+        for answer in batch? {
+            done.entry((answer.subject, answer.mode))
                 .or_default()
-                .insert(ids.value(row).to_string());
+                .insert(answer.variant_id);
         }
     }
     Ok(done)

@@ -95,13 +95,8 @@ impl Parser {
     }
 }
 
-/// The header's names and what it says about the rows.
-struct Header {
-    names: Vec<String>,
-}
-
-/// Why a header cannot be used, or the header.
-fn header(fields: &[String]) -> Result<Header, String> {
+/// The header's column names, or why the header cannot be used.
+fn header(fields: &[String]) -> Result<Vec<String>, String> {
     let names: Vec<String> = fields
         .iter()
         .map(|name| name.trim().trim_start_matches('\u{feff}').to_string())
@@ -127,19 +122,19 @@ fn header(fields: &[String]) -> Result<Header, String> {
             names.join(", ")
         ));
     }
-    Ok(Header { names })
+    Ok(names)
 }
 
 /// One data row as a case, or why it is rejected.
-fn row_item(path: &Path, header: &Header, (fields, line): Record, max_case_bytes: usize) -> Item {
+fn row_item(path: &Path, header: &[String], (fields, line): Record, max_case_bytes: usize) -> Item {
     let raw_line = fields.join(",");
     let rejected =
         |reason: String| Item::Rejected(reject(path, Some(line), None, reason, raw_line.as_bytes()));
-    if fields.len() != header.names.len() {
+    if fields.len() != header.len() {
         return rejected(format!(
             "line {line}: {} fields where the header has {} columns",
             fields.len(),
-            header.names.len()
+            header.len()
         ));
     }
     let size: usize = fields.iter().map(String::len).sum();
@@ -147,7 +142,7 @@ fn row_item(path: &Path, header: &Header, (fields, line): Record, max_case_bytes
         return rejected(format!("line {line}: {}", too_big(size, max_case_bytes)));
     }
     let mut object = Map::new();
-    for (name, value) in header.names.iter().zip(fields) {
+    for (name, value) in header.iter().zip(fields) {
         if !value.is_empty() {
             object.insert(name.clone(), Value::String(value));
         }
@@ -169,7 +164,7 @@ pub(super) fn read<R: std::io::BufRead>(
     sink: &mut dyn FnMut(Item) -> Result<()>,
 ) -> Result<()> {
     let mut parser = Parser::new();
-    let mut header_row: Option<Header> = None;
+    let mut header_row: Option<Vec<String>> = None;
     let mut next = Some(first);
     while let Some(line) = next {
         let number = line.number;
