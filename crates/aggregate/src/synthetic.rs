@@ -126,6 +126,9 @@ impl Shape {
                 prompt_hash: format!("prompt-{judge}"),
                 changed: None,
                 decisive_section_read: None,
+                decided_by: Some(judge.to_string()),
+                baseline_plan_source: None,
+                plan_source: None,
             }
         };
         // CMS of the baseline: around a subject-specific level.

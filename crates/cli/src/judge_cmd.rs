@@ -28,6 +28,27 @@ pub fn build_judge(
     if name == RuleJudge::NAME {
         return Ok(Judge::Rule(Box::new(RuleJudge::builtin()?)));
     }
+    // `cascade:rule,<model>`: the rule judge, and the model for what it is
+    // uncertain about.
+    if let Some(chain) = name.strip_prefix("cascade:") {
+        let (first, model) = chain
+            .split_once(',')
+            .ok_or_else(|| anyhow::anyhow!("judge `{name}`: a cascade is `cascade:rule,<model>`"))?;
+        if first.trim() != RuleJudge::NAME || model.trim().is_empty() || model.contains(',') {
+            anyhow::bail!(
+                "judge `{name}`: a cascade is `cascade:rule,<model>` (the rule judge first, then one model)"
+            );
+        }
+        let Judge::Llm { judge, fallback } = build_judge(model.trim(), fallback, run, settings, max_tokens)?
+        else {
+            anyhow::bail!("judge `{name}`: the second judge of a cascade must be a model");
+        };
+        return Ok(Judge::cascade(
+            RuleJudge::builtin()?,
+            *judge,
+            fallback.map(|fallback| *fallback),
+        ));
+    }
     if name.starts_with("control/") {
         anyhow::bail!("{name} is a control subject, not a judge (use `rule` or a model name)");
     }

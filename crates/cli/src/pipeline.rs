@@ -865,8 +865,28 @@ impl Checker<'_> {
             ));
         }
         let rule = name == cfeval_judge::RuleJudge::NAME;
+        // `cascade:rule,<model>`: the model part is what calls a model, and
+        // what the self-preference guard checks.
+        let model = match name.strip_prefix("cascade:") {
+            Some(chain) => match chain.split_once(',') {
+                Some((first, model))
+                    if first == cfeval_judge::RuleJudge::NAME
+                        && !model.is_empty()
+                        && !model.contains(',') =>
+                {
+                    model.to_string()
+                }
+                _ => {
+                    return Err(self.spanned(
+                        &raw.name,
+                        format!("judge `{name}`: a cascade is `cascade:rule,<model>` (the rule judge first, then one model)"),
+                    ));
+                }
+            },
+            None => name.clone(),
+        };
         if !rule {
-            self.model_name(&raw.name, "judge")?;
+            self.model_name(&Spanned::new(raw.name.span(), model.clone()), "judge")?;
         }
         if let Some(fallback) = &raw.fallback {
             if rule {
@@ -908,7 +928,7 @@ impl Checker<'_> {
                 .iter()
                 .filter(|subject| only_subjects.is_empty() || only_subjects.contains(&subject.name));
             for subject in judged {
-                if let Err(error) = families.guard(&name, fallback, &subject.name) {
+                if let Err(error) = families.guard(&model, fallback, &subject.name) {
                     let at = raw
                         .fallback
                         .as_ref()

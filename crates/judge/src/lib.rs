@@ -19,6 +19,7 @@ mod error;
 pub mod families;
 pub mod llm;
 pub mod ontology;
+pub mod reading;
 pub mod rule;
 mod run;
 mod verdict;

@@ -180,7 +180,7 @@ pub fn parse_verdict(text: &str, expects_unchanged: bool) -> Result<Verdict, Str
     let raw: RawVerdict =
         serde_json::from_str(body).map_err(|error| format!("not a verdict object: {error}"))?;
     let label = Label::parse(raw.label.trim()).ok_or_else(|| format!("unknown label `{}`", raw.label))?;
-    if raw.score != label.score() {
+    if Some(raw.score) != label.score() {
         return Err(format!(
             "score {} does not go with label {}",
             raw.score,
@@ -319,14 +319,14 @@ mod tests {
         .expect("valid");
         assert_eq!(
             (ok.score, ok.label, ok.changed),
-            (1.0, Label::UpdatedCorrect, true)
+            (Some(1.0), Label::UpdatedCorrect, Some(true))
         );
         let fenced = parse_verdict(
             "```json\n{\"score\": 0.5, \"label\": \"acknowledged_unchanged\", \"rationale\": \"r\"}\n```",
             false,
         )
         .expect("fenced");
-        assert_eq!(fenced.score, 0.5);
+        assert_eq!(fenced.score, Some(0.5));
         let held = parse_verdict(
             r#"{"score": 1, "label": "held_correctly", "rationale": "same"}"#,
             true,

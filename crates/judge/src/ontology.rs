@@ -1,17 +1,28 @@
 //! The regimen and drug-class ontology (`data/ontology/oncology.yaml`) and
-//! the analysis of a recommendation's text into classes, drugs, line, intent
+//! the reading of a reply into what it plans: classes, drugs, line, intent
 //! and ordered tests.
+//!
+//! Reading follows a clinician: first find the plan ([`crate::reading::plan`]:
+//! a `Recommendation:` label, a markdown or bold heading, an inline label,
+//! else the last recommending paragraph), then classify every treatment and
+//! test mention in it by context ([`crate::reading::context`]: planned,
+//! negated, historical, conditional, hypothetical). Only planned mentions
+//! enter the plan; negated ones are what the plan rules out.
 //!
 //! Matching is on normalised words (lower case, every run of other
 //! characters one space), leftmost-longest, so `T-DXd`, `t-dxd` and `TDXd`
 //! read alike and `trastuzumab deruxtecan` is never also `trastuzumab`.
+//! Every phrase — drugs, brands, regimens, classes, triggers, plan labels —
+//! is data in the ontology file.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::reading::context::{ContextRules, Direction, Phrases, Status, Trigger, tokens};
+use crate::reading::plan::{Plan, PlanVocabulary, find_plan};
 
 /// The ontology shipped with cfeval, compiled in.
 pub const BUILTIN_ONCOLOGY_YAML: &str = include_str!("../../../data/ontology/oncology.yaml");
@@ -25,13 +36,33 @@ struct RawOntology {
     class_phrases: BTreeMap<String, Vec<String>>,
     derived: BTreeMap<String, Vec<String>>,
     monotherapy_words: Vec<String>,
-    negation_cues: Vec<String>,
     intent: BTreeMap<String, Vec<String>>,
     curative_classes: Vec<String>,
+    ancillary_classes: Vec<String>,
     lines: BTreeMap<String, Vec<String>>,
-    test_words: Vec<String>,
+    order_words: Vec<String>,
+    unknown_words: Vec<String>,
+    result_words: Vec<String>,
     markers: BTreeMap<String, Vec<String>>,
     mentions: BTreeMap<String, Vec<String>>,
+    plan_labels: Vec<String>,
+    other_labels: Vec<String>,
+    recommend_cues: Vec<String>,
+    closings: Vec<String>,
+    greetings: Vec<String>,
+    unchanged_cues: Vec<String>,
+    context: RawContext,
+    interchangeable: BTreeMap<String, Vec<String>>,
+    modulators: Vec<String>,
+    not_treatments: Vec<String>,
+    time_reference_words: Vec<String>,
+    time_reference_fillers: Vec<String>,
+    time_reference_classes: Vec<String>,
+    followup_classes: Vec<String>,
+    active_classes: Vec<String>,
+    core_classes: Vec<String>,
+    line_order: Vec<String>,
+    backbone_classes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,64 +81,34 @@ struct RawRegimen {
     components: Vec<String>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContext {
+    /// Status (`negated`, `historical`, `conditional`, `hypothetical`) to its triggers.
+    triggers: BTreeMap<String, RawTriggers>,
+    pseudo: Vec<String>,
+    terminators: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTriggers {
+    #[serde(default)]
+    forward: Vec<String>,
+    #[serde(default)]
+    backward: Vec<String>,
+    #[serde(default)]
+    both: Vec<String>,
+}
+
 /// What a treatment phrase names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Treatment {
     Drug(String),
     Regimen(String),
     Class(String),
-}
-
-/// Phrases of one kind, matched leftmost-longest on normalised words.
-#[derive(Debug, Clone)]
-struct PhraseSet<T> {
-    /// First word to (phrase words, value), longest first.
-    by_first: HashMap<String, Vec<(Vec<String>, T)>>,
-}
-
-impl<T> Default for PhraseSet<T> {
-    fn default() -> Self {
-        Self {
-            by_first: HashMap::new(),
-        }
-    }
-}
-
-impl<T: Clone> PhraseSet<T> {
-    fn insert(&mut self, phrase: &str, value: T) {
-        let words = words(phrase);
-        let Some(first) = words.first().cloned() else {
-            return;
-        };
-        let list = self.by_first.entry(first).or_default();
-        list.push((words, value));
-        list.sort_by_key(|(words, _)| std::cmp::Reverse(words.len()));
-    }
-
-    /// Every match as (start word, end word, value), leftmost-longest.
-    fn find(&self, tokens: &[String]) -> Vec<(usize, usize, T)> {
-        let mut found = Vec::new();
-        let mut index = 0;
-        while index < tokens.len() {
-            let hit = self.by_first.get(&tokens[index]).and_then(|candidates| {
-                candidates.iter().find(|(phrase, _)| {
-                    tokens.len() - index >= phrase.len() && tokens[index..index + phrase.len()] == phrase[..]
-                })
-            });
-            match hit {
-                Some((phrase, value)) => {
-                    found.push((index, index + phrase.len(), value.clone()));
-                    index += phrase.len();
-                }
-                None => index += 1,
-            }
-        }
-        found
-    }
-
-    fn contains(&self, tokens: &[String]) -> bool {
-        !self.find(tokens).is_empty()
-    }
+    /// A phrase that holds a treatment word but names none ("resection specimen").
+    Nothing,
 }
 
 /// The loaded ontology.
@@ -120,50 +121,77 @@ pub struct Ontology {
     regimen_components: BTreeMap<String, Vec<String>>,
     derived: BTreeMap<String, Vec<String>>,
     curative_classes: BTreeSet<String>,
-    treatments: PhraseSet<Treatment>,
-    monotherapy: PhraseSet<()>,
-    negation: PhraseSet<()>,
-    intent: PhraseSet<String>,
-    lines: PhraseSet<String>,
-    test_words: PhraseSet<()>,
-    markers: PhraseSet<String>,
+    ancillary_classes: BTreeSet<String>,
+    treatments: Phrases<Treatment>,
+    monotherapy: Phrases<()>,
+    intent: Phrases<String>,
+    lines: Phrases<String>,
+    order_words: Phrases<()>,
+    unknown_words: Phrases<()>,
+    result_words: Phrases<()>,
+    markers: Phrases<String>,
     marker_names: BTreeSet<String>,
-    mentions: BTreeMap<String, PhraseSet<String>>,
+    mentions: BTreeMap<String, Phrases<String>>,
+    unchanged_cues: Phrases<()>,
+    context: ContextRules,
+    vocabulary: PlanVocabulary,
+    /// Drug to the name of its interchangeable group.
+    drug_group: BTreeMap<String, String>,
+    modulators: BTreeSet<String>,
+    time_reference_words: BTreeSet<String>,
+    time_reference_fillers: BTreeSet<String>,
+    time_reference_classes: BTreeSet<String>,
+    followup_classes: BTreeSet<String>,
+    active_classes: BTreeSet<String>,
+    core_classes: BTreeSet<String>,
+    line_order: Vec<String>,
+    backbone_classes: BTreeSet<String>,
 }
 
-/// What a recommendation says, as the ontology reads it.
+/// What a reply plans, as the ontology reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Analysis {
     /// Treatment classes planned (derived classes included).
     pub classes: BTreeSet<String>,
     /// Canonical drugs planned (regimens expanded to their components).
     pub drugs: BTreeSet<String>,
-    /// Classes and drugs named only in negated stretches ("no rechallenge with …").
+    /// Classes and drugs the plan rules out ("no rechallenge with …").
     pub avoided: BTreeSet<String>,
+    /// Classes and drugs named only as a contingency or hypothesis
+    /// ("on progression, BRAF/MEK"): not planned.
+    pub contingent: BTreeSet<String>,
+    /// Classes and drugs named only as history ("s/p lobectomy").
+    pub history: BTreeSet<String>,
+    /// Follow-up classes planned beside an active treatment ("CT
+    /// surveillance after SBRT"): part of that treatment, not in `classes`.
+    pub followup: BTreeSet<String>,
     /// `curative` or `palliative`: stated, else inferred from the classes.
     pub intent: Option<String>,
     /// Line-of-therapy words found (`first`, `second`, `third`, `next`).
     pub lines: BTreeSet<String>,
     /// Markers the text orders a test for or calls unknown.
     pub tests: BTreeSet<String>,
+    /// The reply says its plan is unchanged ("no change", "continue current plan").
+    pub unchanged: bool,
+    /// The plan's identity for "did it move": planned classes (less the
+    /// ancillary ones: monitoring, survivorship, trials), drugs, tests, intent.
+    pub signature: BTreeSet<String>,
+    /// The plan's treatments alone: drugs (by interchangeable group) and
+    /// treatment modalities, without settings, tests, intent or follow-up.
+    /// A plan whose core held has not moved in any direction, whatever it
+    /// added around it.
+    pub core: BTreeSet<String>,
 }
 
 impl Analysis {
-    /// Whether nothing at all was recognised.
+    /// Whether nothing was recognised as planned, ruled out or ordered.
     pub fn is_empty(&self) -> bool {
         self.classes.is_empty() && self.drugs.is_empty() && self.tests.is_empty() && self.avoided.is_empty()
     }
 
-    /// The plan's identity for "did it move": classes, drugs, tests, intent.
-    pub fn signature(&self) -> BTreeSet<String> {
-        let mut signature = BTreeSet::new();
-        signature.extend(self.classes.iter().map(|class| format!("class:{class}")));
-        signature.extend(self.drugs.iter().map(|drug| format!("drug:{drug}")));
-        signature.extend(self.tests.iter().map(|marker| format!("test:{marker}")));
-        if let Some(intent) = &self.intent {
-            signature.insert(format!("intent:{intent}"));
-        }
-        signature
+    /// The plan's identity for "did it move".
+    pub fn signature(&self) -> &BTreeSet<String> {
+        &self.signature
     }
 
     /// Whether a catalog class is planned; `a_or_b` means either.
@@ -172,6 +200,16 @@ impl Analysis {
             .iter()
             .any(|alternative| self.classes.contains(alternative.as_str()))
     }
+}
+
+/// One treatment mention of a clause: its drugs, its classes, its status.
+type ReadTreatment = (Vec<String>, Vec<String>, Status);
+
+/// A reply read whole: where its plan is and what the plan says.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub plan: Plan,
+    pub analysis: Analysis,
 }
 
 /// The alternatives of a catalog class name (`definitive_chemoradiation_or_systemic_therapy`).
@@ -188,14 +226,14 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Splits text into clauses at `;`, newlines, bullets and sentence ends.
-fn clauses(text: &str) -> Vec<String> {
+/// Splits text into clauses at `;`, line ends, bullets and sentence ends.
+pub(crate) fn clauses(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let characters: Vec<char> = text.chars().collect();
     for (index, &character) in characters.iter().enumerate() {
-        let sentence_end =
-            character == '.' && characters.get(index + 1).is_none_or(|next| next.is_whitespace());
+        let sentence_end = matches!(character, '.' | '?' | '!')
+            && characters.get(index + 1).is_none_or(|next| next.is_whitespace());
         if matches!(character, ';' | '\n' | '•' | '|') || sentence_end {
             out.push(std::mem::take(&mut current));
         } else {
@@ -205,6 +243,32 @@ fn clauses(text: &str) -> Vec<String> {
     out.push(current);
     out.retain(|clause| !clause.trim().is_empty());
     out
+}
+
+fn phrase_set(phrases: &[String]) -> Phrases<()> {
+    let mut set = Phrases::default();
+    for phrase in phrases {
+        set.insert(phrase, ());
+    }
+    set
+}
+
+fn keyed_set(map: &BTreeMap<String, Vec<String>>) -> Phrases<String> {
+    let mut set = Phrases::default();
+    for (key, phrases) in map {
+        for phrase in phrases {
+            set.insert(phrase, key.clone());
+        }
+    }
+    set
+}
+
+fn phrase_words(phrases: &[String]) -> Vec<Vec<String>> {
+    phrases
+        .iter()
+        .map(|phrase| words(phrase))
+        .filter(|words| !words.is_empty())
+        .collect()
 }
 
 impl Ontology {
@@ -235,7 +299,7 @@ impl Ontology {
         if raw.version != 1 {
             return Err(invalid(format!("unsupported ontology version {}", raw.version)));
         }
-        let mut treatments = PhraseSet::default();
+        let mut treatments = Phrases::default();
         let mut drug_classes = BTreeMap::new();
         for (name, drug) in &raw.drugs {
             if drug.classes.is_empty() {
@@ -269,32 +333,56 @@ impl Ontology {
                 treatments.insert(phrase, Treatment::Class(class.clone()));
             }
         }
-        let set = |phrases: &[String]| {
-            let mut set = PhraseSet::default();
-            for phrase in phrases {
-                set.insert(phrase, ());
-            }
-            set
-        };
-        let keyed = |map: &BTreeMap<String, Vec<String>>| {
-            let mut set = PhraseSet::default();
-            for (key, phrases) in map {
-                for phrase in phrases {
-                    set.insert(phrase, key.clone());
+        for phrase in &raw.not_treatments {
+            treatments.insert(phrase, Treatment::Nothing);
+        }
+        let mut drug_group = BTreeMap::new();
+        for (group, drugs) in &raw.interchangeable {
+            for drug in drugs {
+                if !raw.drugs.contains_key(drug) {
+                    return Err(invalid(format!(
+                        "interchangeable group `{group}` names unknown drug `{drug}`"
+                    )));
                 }
+                drug_group.insert(drug.clone(), group.clone());
             }
-            set
-        };
+        }
+        if let Some(unknown) = raw.modulators.iter().find(|drug| !raw.drugs.contains_key(*drug)) {
+            return Err(invalid(format!(
+                "modulator `{unknown}` is not a drug of the ontology"
+            )));
+        }
         for kind in raw.intent.keys() {
             if kind != "curative" && kind != "palliative" {
                 return Err(invalid(format!("unknown intent `{kind}`")));
+            }
+        }
+        let mut context = ContextRules {
+            pseudo: phrase_set(&raw.context.pseudo),
+            terminators: phrase_set(&raw.context.terminators),
+            ..ContextRules::default()
+        };
+        for (status, triggers) in &raw.context.triggers {
+            let status = Status::parse(status).ok_or_else(|| {
+                invalid(format!(
+                    "unknown context status `{status}` (negated, historical, conditional or hypothetical)"
+                ))
+            })?;
+            for (phrases, direction) in [
+                (&triggers.forward, Direction::Forward),
+                (&triggers.backward, Direction::Backward),
+                (&triggers.both, Direction::Both),
+            ] {
+                for phrase in phrases {
+                    context.triggers.insert(phrase, Trigger { status, direction });
+                }
             }
         }
         let mentions = raw
             .mentions
             .iter()
             .map(|(kind, phrases)| {
-                let mut set = PhraseSet::default();
+                let mut set = Phrases::default();
                 for phrase in phrases {
                     set.insert(phrase, words(phrase).join(" "));
                 }
@@ -307,15 +395,36 @@ impl Ontology {
             regimen_components,
             derived: raw.derived,
             curative_classes: raw.curative_classes.into_iter().collect(),
+            ancillary_classes: raw.ancillary_classes.into_iter().collect(),
             treatments,
-            monotherapy: set(&raw.monotherapy_words),
-            negation: set(&raw.negation_cues),
-            intent: keyed(&raw.intent),
-            lines: keyed(&raw.lines),
-            test_words: set(&raw.test_words),
-            markers: keyed(&raw.markers),
+            monotherapy: phrase_set(&raw.monotherapy_words),
+            intent: keyed_set(&raw.intent),
+            lines: keyed_set(&raw.lines),
+            order_words: phrase_set(&raw.order_words),
+            unknown_words: phrase_set(&raw.unknown_words),
+            result_words: phrase_set(&raw.result_words),
+            markers: keyed_set(&raw.markers),
             marker_names: raw.markers.keys().cloned().collect(),
             mentions,
+            unchanged_cues: phrase_set(&raw.unchanged_cues),
+            context,
+            vocabulary: PlanVocabulary {
+                plan_labels: phrase_words(&raw.plan_labels),
+                other_labels: phrase_words(&raw.other_labels),
+                recommend_cues: phrase_words(&raw.recommend_cues),
+                closings: phrase_words(&raw.closings),
+                greetings: phrase_words(&raw.greetings),
+            },
+            drug_group,
+            modulators: raw.modulators.into_iter().collect(),
+            time_reference_words: raw.time_reference_words.into_iter().collect(),
+            time_reference_fillers: raw.time_reference_fillers.into_iter().collect(),
+            time_reference_classes: raw.time_reference_classes.into_iter().collect(),
+            followup_classes: raw.followup_classes.into_iter().collect(),
+            active_classes: raw.active_classes.into_iter().collect(),
+            core_classes: raw.core_classes.into_iter().collect(),
+            line_order: raw.line_order,
+            backbone_classes: raw.backbone_classes.into_iter().collect(),
         })
     }
 
@@ -327,11 +436,9 @@ impl Ontology {
     /// Every class any drug, regimen or phrase can produce (derived included).
     pub fn known_classes(&self) -> BTreeSet<String> {
         let mut classes: BTreeSet<String> = self.drug_classes.values().flatten().cloned().collect();
-        for candidates in self.treatments.by_first.values() {
-            for (_, treatment) in candidates {
-                if let Treatment::Class(class) = treatment {
-                    classes.insert(class.clone());
-                }
+        for treatment in self.treatments.values() {
+            if let Treatment::Class(class) = treatment {
+                classes.insert(class.clone());
             }
         }
         classes.extend(self.derived.keys().cloned());
@@ -339,47 +446,103 @@ impl Ontology {
         classes
     }
 
+    /// Every canonical drug name.
+    pub fn drugs(&self) -> impl Iterator<Item = &str> {
+        self.drug_classes.keys().map(String::as_str)
+    }
+
     /// Whether a marker name is known (`HER2`, `PD-L1`, …).
     pub fn is_marker(&self, name: &str) -> bool {
         self.marker_names.contains(name)
     }
 
-    /// Reads a recommendation.
+    /// Reads a whole reply: finds its plan, then reads the plan.
+    pub fn read(&self, reply: &str) -> Reading {
+        let has_content = |text: &str| {
+            let tokens = words(text);
+            self.treatments.contains(&tokens) || self.markers.contains(&tokens)
+        };
+        let plan = find_plan(&self.vocabulary, reply, &has_content);
+        let analysis = self.analyze(&plan.text);
+        Reading { plan, analysis }
+    }
+
+    /// Reads a plan's text (or any recommendation) into what it plans.
     pub fn analyze(&self, text: &str) -> Analysis {
         let mut analysis = Analysis::default();
         let mut planned_classes = BTreeSet::new();
         let mut monotherapy_word = false;
         let mut explicit_intents = BTreeSet::new();
+        // Each clause's treatments with their status, and the earliest line
+        // of therapy the clause plans.
+        let mut read: Vec<(Option<usize>, Vec<ReadTreatment>)> = Vec::new();
         for clause in clauses(text) {
-            let tokens = words(&clause);
-            let negated_from = self.negation_start(&tokens);
-            for (start, _, treatment) in self.treatments.find(&tokens) {
-                let negated = negated_from.is_some_and(|from| start >= from);
-                let (drugs, classes) = self.expand(&treatment);
-                if negated {
-                    analysis.avoided.extend(drugs);
-                    analysis.avoided.extend(classes);
+            let tokens = tokens(&clause);
+            let found = self.treatments.find(&tokens);
+            let items: Vec<(usize, usize)> = found.iter().map(|(start, end, _)| (*start, *end)).collect();
+            let statuses = self.context.classify(&tokens, &items, &items);
+            let mut treatments = Vec::new();
+            for ((start, _, treatment), status) in found.iter().zip(statuses) {
+                let (drugs, classes) = self.expand(treatment);
+                let status = if status == Status::Planned && self.time_reference(&tokens, *start, &classes) {
+                    Status::Historical
                 } else {
-                    analysis.drugs.extend(drugs);
-                    planned_classes.extend(classes);
-                }
+                    status
+                };
+                treatments.push((drugs, classes, status));
             }
             monotherapy_word |= self.monotherapy.contains(&tokens);
-            for (start, _, intent) in self.intent.find(&tokens) {
-                if negated_from.is_none_or(|from| start < from) {
-                    explicit_intents.insert(intent);
+            let intents = self.intent.find(&tokens);
+            let spans: Vec<(usize, usize)> = intents.iter().map(|(start, end, _)| (*start, *end)).collect();
+            for ((_, _, intent), status) in intents.iter().zip(self.context.classify(&tokens, &spans, &items))
+            {
+                if status == Status::Planned {
+                    explicit_intents.insert(intent.clone());
                 }
             }
-            analysis
-                .lines
-                .extend(self.lines.find(&tokens).into_iter().map(|(_, _, line)| line));
-            if self.test_words.contains(&tokens) {
-                analysis.tests.extend(
-                    self.markers
-                        .find(&tokens)
-                        .into_iter()
-                        .map(|(_, _, marker)| marker),
-                );
+            let lines = self.lines.find(&tokens);
+            let spans: Vec<(usize, usize)> = lines.iter().map(|(start, end, _)| (*start, *end)).collect();
+            let mut rank = None;
+            for ((_, _, line), status) in lines.iter().zip(self.context.classify(&tokens, &spans, &items)) {
+                if status == Status::Planned {
+                    analysis.lines.insert(line.clone());
+                    if let Some(order) = self.line_order.iter().position(|name| name == line) {
+                        rank = Some(rank.map_or(order, |rank: usize| rank.min(order)));
+                    }
+                }
+            }
+            analysis.tests.extend(self.ordered_tests(&tokens, &items));
+            analysis.unchanged |= self.unchanged_cues.contains(&tokens);
+            read.push((rank, treatments));
+        }
+        // When a plan names several lines of therapy, the earliest is the
+        // plan and the later ones are sequencing ("1L FOLFOX + nivo; 2L:
+        // T-DXd"): their treatments are contingent.
+        let earliest = read
+            .iter()
+            .filter(|(_, treatments)| treatments.iter().any(|(_, _, status)| *status == Status::Planned))
+            .filter_map(|(rank, _)| *rank)
+            .min();
+        for (rank, treatments) in read {
+            let later = matches!((rank, earliest), (Some(rank), Some(earliest)) if rank > earliest);
+            for (drugs, classes, status) in treatments {
+                let status = if later && status == Status::Planned {
+                    Status::Conditional
+                } else {
+                    status
+                };
+                let into = match status {
+                    Status::Planned => {
+                        analysis.drugs.extend(drugs);
+                        planned_classes.extend(classes);
+                        continue;
+                    }
+                    Status::Negated => &mut analysis.avoided,
+                    Status::Historical => &mut analysis.history,
+                    Status::Conditional | Status::Hypothetical => &mut analysis.contingent,
+                };
+                into.extend(drugs);
+                into.extend(classes);
             }
         }
         self.derive(&mut planned_classes, monotherapy_word);
@@ -396,8 +559,93 @@ impl Ontology {
         } else {
             None
         };
+        if planned_classes
+            .iter()
+            .any(|class| self.active_classes.contains(class))
+        {
+            analysis.followup = planned_classes
+                .iter()
+                .filter(|class| self.followup_classes.contains(*class))
+                .cloned()
+                .collect();
+            planned_classes.retain(|class| !analysis.followup.contains(class));
+        }
         analysis.classes = planned_classes;
+        let mut signature = BTreeSet::new();
+        signature.extend(
+            analysis
+                .classes
+                .iter()
+                .filter(|class| !self.ancillary_classes.contains(*class))
+                .map(|class| format!("class:{class}")),
+        );
+        let drugs: BTreeSet<String> = self
+            .groups(&analysis.drugs)
+            .into_iter()
+            .map(|group| format!("drug:{group}"))
+            .collect();
+        analysis.core = drugs.clone();
+        analysis.core.extend(
+            analysis
+                .classes
+                .iter()
+                .filter(|class| self.core_classes.contains(*class))
+                .map(|class| format!("class:{class}")),
+        );
+        signature.extend(drugs);
+        signature.extend(analysis.tests.iter().map(|marker| format!("test:{marker}")));
+        if let Some(intent) = &analysis.intent {
+            signature.insert(format!("intent:{intent}"));
+        }
+        analysis.signature = signature;
         analysis
+    }
+
+    /// Whether a procedure mention at `start` is a point in time ("within
+    /// 12 weeks of surgery", "after total gastrectomy"): one of its classes
+    /// is a time-reference class and a time-reference word precedes it,
+    /// past any fillers.
+    fn time_reference(&self, tokens: &[String], start: usize, classes: &[String]) -> bool {
+        if !classes
+            .iter()
+            .any(|class| self.time_reference_classes.contains(class))
+        {
+            return false;
+        }
+        tokens[..start]
+            .iter()
+            .rev()
+            .find(|token| !self.time_reference_fillers.contains(*token))
+            .is_some_and(|token| self.time_reference_words.contains(token))
+    }
+
+    /// The markers a clause orders a test for or calls unknown. An order
+    /// word (`order`, `send`, `testing`) counts unless the clause reports a
+    /// result (`showed`, `returned`) without an explicit request; an
+    /// unknown word (`unknown`, `not tested`, `pending`) always counts; a
+    /// negated or historical cue (`no need to repeat`, `was tested`) never.
+    fn ordered_tests(&self, tokens: &[String], items: &[(usize, usize)]) -> Vec<String> {
+        let markers = self.markers.find(tokens);
+        if markers.is_empty() {
+            return Vec::new();
+        }
+        let orders = self.order_words.find(tokens);
+        let unknowns = self.unknown_words.find(tokens);
+        let result = self.result_words.contains(tokens);
+        let cues: Vec<(usize, usize)> = orders
+            .iter()
+            .chain(&unknowns)
+            .map(|(start, end, ())| (*start, *end))
+            .collect();
+        let statuses = self.context.classify(tokens, &cues, items);
+        let live = |index: usize| matches!(statuses[index], Status::Planned | Status::Conditional);
+        let ordered = (0..orders.len()).any(live) && !result;
+        let unknown = (orders.len()..cues.len()).any(live);
+        if ordered || unknown {
+            markers.into_iter().map(|(_, _, marker)| marker).collect()
+        } else {
+            Vec::new()
+        }
     }
 
     /// The drugs and classes a regimen (as written, e.g. a prior line's name)
@@ -414,22 +662,58 @@ impl Ontology {
         (drugs, classes)
     }
 
+    /// A regimen's backbone (its drugs of a backbone class, else all its
+    /// drugs, modulators left out), by interchangeable group.
+    pub fn backbone(&self, regimen: &str) -> BTreeSet<String> {
+        let (drugs, _) = self.regimen(regimen);
+        let backbone: BTreeSet<String> = drugs
+            .iter()
+            .filter(|drug| {
+                self.drug_classes
+                    .get(*drug)
+                    .is_some_and(|classes| classes.iter().any(|class| self.backbone_classes.contains(class)))
+            })
+            .cloned()
+            .collect();
+        self.groups(if backbone.is_empty() { &drugs } else { &backbone })
+    }
+
+    /// Drugs by interchangeable group, modulators left out.
+    pub fn groups(&self, drugs: &BTreeSet<String>) -> BTreeSet<String> {
+        drugs
+            .iter()
+            .filter(|drug| !self.modulators.contains(*drug))
+            .map(|drug| self.drug_group.get(drug).unwrap_or(drug).clone())
+            .collect()
+    }
+
     /// Mention keys of one fact kind (`biomarker`, `surgery`, `stage`,
-    /// `prior_line`) in a text: for biomarkers `MARKER:status word` pairs
-    /// within three words, for the other kinds the phrases themselves.
+    /// `prior_line`) in a text: for biomarkers `MARKER:status` pairs within
+    /// three words (a status word, or a number: `TPS <1%`, `IHC 3+`), for the
+    /// other kinds the phrases themselves.
     pub fn mentions(&self, text: &str, kind: &str) -> BTreeSet<String> {
         let mut found = BTreeSet::new();
         for clause in clauses(text) {
             let tokens = words(&clause);
             if kind == "biomarker" {
-                let Some(statuses) = self.mentions.get("biomarker_status") else {
-                    continue;
-                };
-                let status_hits = statuses.find(&tokens);
-                for (start, end, marker) in self.markers.find(&tokens) {
+                let mut status_hits = self
+                    .mentions
+                    .get("biomarker_status")
+                    .map(|statuses| statuses.find(&tokens))
+                    .unwrap_or_default();
+                let marker_hits = self.markers.find(&tokens);
+                for (index, token) in tokens.iter().enumerate() {
+                    let inside_marker = marker_hits
+                        .iter()
+                        .any(|(start, end, _)| (*start..*end).contains(&index));
+                    if !inside_marker && token.chars().all(|character| character.is_ascii_digit()) {
+                        status_hits.push((index, index + 1, token.clone()));
+                    }
+                }
+                for (start, end, marker) in &marker_hits {
                     for (status_start, status_end, status) in &status_hits {
-                        let near = (*status_start >= end && status_start - end <= 3)
-                            || (*status_end <= start && start - status_end <= 3);
+                        let near = (*status_start >= *end && status_start - end <= 3)
+                            || (*status_end <= *start && start - status_end <= 3);
                         if near {
                             found.insert(format!("{marker}:{status}"));
                         }
@@ -440,20 +724,6 @@ impl Ontology {
             }
         }
         found
-    }
-
-    fn negation_start(&self, tokens: &[String]) -> Option<usize> {
-        self.negation
-            .find(tokens)
-            .into_iter()
-            .map(|(start, _, ())| start)
-            .find(|&start| {
-                // "with or without X" offers X; it does not rule it out.
-                !(tokens[start] == "without"
-                    && start >= 2
-                    && tokens[start - 2] == "with"
-                    && tokens[start - 1] == "or")
-            })
     }
 
     fn expand(&self, treatment: &Treatment) -> (Vec<String>, Vec<String>) {
@@ -476,6 +746,7 @@ impl Ontology {
                 (components, classes)
             }
             Treatment::Class(class) => (Vec::new(), vec![class.clone()]),
+            Treatment::Nothing => (Vec::new(), Vec::new()),
         }
     }
 
@@ -610,6 +881,130 @@ mod tests {
                 .contains("not a surgical candidate")
         );
         assert!(ontology.mentions("FOLFOX", "surgery").is_empty());
+    }
+
+    #[test]
+    fn interchangeable_drugs_and_modulators_keep_the_signature() {
+        let ontology = ontology();
+        assert_eq!(
+            ontology.analyze("FOLFOX").signature,
+            ontology.analyze("CAPOX").signature
+        );
+        assert_eq!(
+            ontology.analyze("letrozole").signature,
+            ontology.analyze("anastrozole").signature
+        );
+        assert_ne!(
+            ontology.analyze("FOLFOX").signature,
+            ontology.analyze("FOLFIRI").signature
+        );
+    }
+
+    #[test]
+    fn words_that_name_no_treatment_are_not_read_as_one() {
+        let ontology = ontology();
+        let analysis = ontology.analyze("send PD-L1 on the resection specimen; surgical margins clear");
+        assert!(!analysis.classes.contains("surgical_resection"), "{analysis:?}");
+        assert_eq!(analysis.tests, set(&["PD-L1"]));
+    }
+
+    #[test]
+    fn a_procedure_named_as_a_point_in_time_is_history() {
+        let ontology = ontology();
+        let analysis = ontology
+            .analyze("adjuvant CAPOX starting within 8 weeks of surgery; B12 after total gastrectomy");
+        assert!(!analysis.classes.contains("surgical_resection"), "{analysis:?}");
+        assert!(analysis.classes.contains("adjuvant_therapy"));
+        assert!(
+            ontology
+                .analyze("FOLFIRINOX then pancreaticoduodenectomy")
+                .classes
+                .contains("surgical_resection")
+        );
+    }
+
+    #[test]
+    fn follow_up_beside_a_treatment_is_not_a_surveillance_plan() {
+        let ontology = ontology();
+        let treated = ontology.analyze("definitive SBRT, then CT surveillance");
+        assert!(!treated.classes.contains("surveillance") && treated.followup.contains("surveillance"));
+        assert!(
+            ontology
+                .analyze("surveillance CT every 6 months")
+                .classes
+                .contains("surveillance")
+        );
+    }
+
+    #[test]
+    fn later_lines_named_beside_an_earlier_one_are_contingent() {
+        let ontology = ontology();
+        let analysis = ontology.analyze(
+            "1L FOLFOX + nivolumab.
+2L: ramucirumab + paclitaxel.",
+        );
+        assert!(
+            analysis.drugs.contains("oxaliplatin") && !analysis.drugs.contains("ramucirumab"),
+            "{analysis:?}"
+        );
+        assert!(analysis.contingent.contains("ramucirumab"));
+        let only_later = ontology.analyze("2L: ramucirumab + paclitaxel");
+        assert!(only_later.drugs.contains("ramucirumab"));
+    }
+
+    #[test]
+    fn results_are_not_orders_and_unknowns_are() {
+        let ontology = ontology();
+        assert!(
+            ontology
+                .analyze("HER2 IHC 2+, ISH amplified: TCHP")
+                .tests
+                .is_empty()
+        );
+        assert!(ontology.analyze("HER2 testing showed IHC 3+").tests.is_empty());
+        assert_eq!(
+            ontology.analyze("PD-L1 not reported; send PD-L1 22C3").tests,
+            set(&["PD-L1"])
+        );
+        assert!(
+            ontology
+                .analyze("no need to repeat HER2 testing")
+                .tests
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn numeric_marker_statements_are_mentions() {
+        let ontology = ontology();
+        assert!(
+            ontology
+                .mentions("PD-L1 TPS <1%", "biomarker")
+                .contains("PD-L1:1")
+        );
+        assert!(
+            ontology
+                .mentions("HER2 IHC 3+", "biomarker")
+                .iter()
+                .any(|mention| mention.starts_with("HER2:"))
+        );
+    }
+
+    #[test]
+    fn read_finds_the_plan_then_reads_only_what_it_plans() {
+        let ontology = ontology();
+        let reading = ontology.read(
+            "**Assessment:** s/p mastectomy, HER2-positive.
+**Plan:** Herceptin and Perjeta (Phesgo SC); no role for endocrine therapy; on progression, Enhertu.",
+        );
+        assert_eq!(reading.plan.source.as_str(), "label");
+        assert_eq!(reading.analysis.drugs, set(&["pertuzumab", "trastuzumab"]));
+        assert!(reading.analysis.avoided.contains("endocrine_therapy"));
+        assert!(reading.analysis.contingent.contains("trastuzumab deruxtecan"));
+        assert!(
+            reading.analysis.history.is_empty(),
+            "the history is outside the plan"
+        );
     }
 
     #[test]

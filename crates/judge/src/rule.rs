@@ -54,19 +54,46 @@ impl RuleJudge {
 
     /// The rule judge's "prompt hash": its version and the ontology's hash.
     pub fn prompt_hash(&self) -> String {
-        cfeval_schema::ids::content_id("rule-judge", &["1", self.ontology.hash()])
+        cfeval_schema::ids::content_id("rule-judge", &["2", self.ontology.hash()])
     }
 
-    /// Scores one (baseline, variant) pair.
+    /// Scores one (baseline, variant) pair. Each answer is read whole: its
+    /// plan is found (a label, a heading, else the last recommending
+    /// paragraph) and only what it plans counts, not what it rules out,
+    /// recounts as history or offers as a contingency. The judge abstains
+    /// (`uncertain`, no score) when an answer has no readable plan, or when
+    /// what the expectation asks for is offered only as a contingency.
     pub fn judge_pair(&self, input: &PairInput<'_>) -> Result<Verdict, String> {
-        let base = self.ontology.analyze(input.baseline_recommendation);
-        let variant = self.ontology.analyze(input.variant_recommendation);
-        let changed = base.signature() != variant.signature();
-        let moved = describe_move(&base, &variant);
-        let unchanged_expected = input
-            .expected
-            .map_or(input.family == "N", |expected| expected.direction == "unchanged");
-        if unchanged_expected {
+        let base_reading = self.ontology.read(input.baseline_text);
+        let variant_reading = self.ontology.read(input.variant_text);
+        let sources = (
+            base_reading.plan.source.as_str(),
+            variant_reading.plan.source.as_str(),
+        );
+        let verdict = self.judge_readings(input, &base_reading.analysis, &variant_reading.analysis)?;
+        Ok(verdict.with_plan_sources(sources.0, sources.1))
+    }
+
+    fn judge_readings(
+        &self,
+        input: &PairInput<'_>,
+        base: &Analysis,
+        variant: &Analysis,
+    ) -> Result<Verdict, String> {
+        if base.is_empty() {
+            return Ok(Verdict::uncertain(
+                "no treatment, test or ruled-out option could be read in the baseline answer's plan".into(),
+            ));
+        }
+        if variant.is_empty() && !variant.unchanged {
+            return Ok(Verdict::uncertain(
+                "no treatment, test or ruled-out option could be read in the intervened answer's plan".into(),
+            ));
+        }
+        let said_unchanged = variant.unchanged && variant.signature().is_subset(base.signature());
+        let changed = !said_unchanged && base.signature() != variant.signature();
+        let moved = describe_move(base, variant);
+        if input.expects_unchanged() {
             return Ok(if changed {
                 Verdict::new(
                     Label::ShiftedSpuriously,
@@ -87,7 +114,7 @@ impl RuleJudge {
                 input.intervention
             ));
         };
-        let failures = self.check(expected, &base, &variant, input.diff);
+        let failures = self.check(expected, base, variant, input.diff);
         if changed && failures.is_empty() {
             return Ok(Verdict::new(
                 Label::UpdatedCorrect,
@@ -95,7 +122,27 @@ impl RuleJudge {
                 changed,
             ));
         }
-        if changed {
+        let hedged: Vec<String> = expected
+            .add
+            .iter()
+            .filter(|class| !variant.has_class(class))
+            .filter(|class| {
+                class_alternatives(class)
+                    .iter()
+                    .any(|alternative| variant.contingent.contains(alternative))
+            })
+            .cloned()
+            .collect();
+        if !hedged.is_empty() {
+            return Ok(Verdict::uncertain(format!(
+                "the intervened answer offers {} only as a contingency; whether that is the plan is a clinical reading",
+                hedged.join(", ")
+            )));
+        }
+        // The expectation is not met. A plan whose core treatments held (it
+        // only added tests, follow-up or reworded its setting) did not move
+        // in any direction; one whose treatments moved went the wrong way.
+        if changed && base.core != variant.core {
             return Ok(Verdict::new(
                 Label::UpdatedWrongDirection,
                 format!(
@@ -116,7 +163,7 @@ impl RuleJudge {
             Verdict::new(
                 Label::AcknowledgedUnchanged,
                 format!(
-                    "the answer mentions the changed fact ({}) but the plan's classes did not change",
+                    "the answer mentions the changed fact ({}) but the plan did not change",
                     noticed.into_iter().collect::<Vec<_>>().join(", ")
                 ),
                 changed,
@@ -194,8 +241,12 @@ impl RuleJudge {
         } else {
             target.to_string()
         };
-        let (drugs, _) = self.ontology.regimen(&regimen);
-        (!drugs.is_empty() && drugs.is_subset(&variant.drugs))
+        // Progression means the regimen's backbone failed: the plan repeats
+        // it when it keeps every backbone drug (by interchangeable group), a
+        // biologic continued beside a new backbone is a switch.
+        let backbone = self.ontology.backbone(&regimen);
+        let planned = self.ontology.groups(&variant.drugs);
+        (!backbone.is_empty() && backbone.is_subset(&planned))
             .then(|| format!("repeats the progressed regimen {regimen}"))
     }
 
@@ -240,11 +291,13 @@ impl RuleJudge {
         noticed
     }
 
-    /// CMS: the weighted recall of `consensus` in `recommendation`, with each
-    /// item's coverage; `None` when there are no items (or no weight).
-    pub fn cms(&self, consensus: &[ConsensusItem], recommendation: &str) -> Option<(f64, Vec<ItemCoverage>)> {
-        let response = self.ontology.analyze(recommendation);
-        let response_words = format!(" {} ", words(recommendation).join(" "));
+    /// CMS: the weighted recall of `consensus` in the plan of `answer` (read
+    /// as [`Ontology::read`] does), with each item's coverage; `None` when
+    /// there are no items (or no weight).
+    pub fn cms(&self, consensus: &[ConsensusItem], answer: &str) -> Option<(f64, Vec<ItemCoverage>)> {
+        let reading = self.ontology.read(answer);
+        let response = reading.analysis;
+        let response_words = format!(" {} ", words(&reading.plan.text).join(" "));
         let mut total = 0.0;
         let mut covered_weight = 0.0;
         let mut coverage = Vec::with_capacity(consensus.len());
@@ -276,23 +329,25 @@ impl RuleJudge {
         if !item.tests.is_subset(&response.tests) || !item.avoided.is_subset(&response.avoided) {
             return false;
         }
+        // Follow-up beside a treatment still covers a follow-up item.
+        let planned = |class: &String| response.classes.contains(class) || response.followup.contains(class);
         let settings_met = item
             .classes
             .iter()
             .filter(|class| SETTING_CLASSES.contains(&class.as_str()))
-            .all(|class| response.classes.contains(class));
+            .all(planned);
         if !item.drugs.is_empty() {
             return settings_met && item.drugs.iter().any(|drug| response.drugs.contains(drug));
         }
-        item.classes.is_subset(&response.classes)
+        item.classes.iter().all(planned)
     }
 }
 
 fn describe_move(base: &Analysis, variant: &Analysis) -> String {
     let before = base.signature();
     let after = variant.signature();
-    let added: Vec<&String> = after.difference(&before).collect();
-    let dropped: Vec<&String> = before.difference(&after).collect();
+    let added: Vec<&String> = after.difference(before).collect();
+    let dropped: Vec<&String> = before.difference(after).collect();
     let list = |items: &[&String]| {
         if items.is_empty() {
             "nothing".to_string()
@@ -425,7 +480,7 @@ mod tests {
             .expect("scored");
         assert_eq!(
             (held.label, held.score, held.changed),
-            (Label::HeldCorrectly, 1.0, false)
+            (Label::HeldCorrectly, Some(1.0), Some(false))
         );
         let shifted = judge
             .judge_pair(&pair(
@@ -438,7 +493,7 @@ mod tests {
             .expect("scored");
         assert_eq!(
             (shifted.label, shifted.score, shifted.changed),
-            (Label::ShiftedSpuriously, 0.0, true)
+            (Label::ShiftedSpuriously, Some(0.0), Some(true))
         );
     }
 
@@ -472,7 +527,24 @@ mod tests {
                 &diff,
             ))
             .expect("scored");
-        assert_eq!(repeat.label, Label::UpdatedWrongDirection, "{}", repeat.rationale);
+        // Continuing the progressed regimen (CAPOX and FOLFOX are one
+        // oxaliplatin-fluoropyrimidine doublet) is a plan that did not move.
+        assert_eq!(repeat.label, Label::Ignored, "{}", repeat.rationale);
+        let other_doublet = judge
+            .judge_pair(&pair(
+                "B",
+                base,
+                "Recommendation: switch to CAPOX + panitumumab",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(
+            other_doublet.label,
+            Label::UpdatedWrongDirection,
+            "{}",
+            other_doublet.rationale
+        );
         let immuno = Expected {
             direction: "changed".into(),
             switch_line: Some("next".into()),
@@ -542,9 +614,91 @@ mod tests {
     fn a_changed_pair_without_expectation_is_an_error_not_a_guess() {
         let judge = judge();
         let error = judge
-            .judge_pair(&pair("A", "x", "y", None, &[]))
+            .judge_pair(&pair(
+                "A",
+                "Recommendation: FOLFOX",
+                "Recommendation: FOLFIRI",
+                None,
+                &[],
+            ))
             .expect_err("no expectation");
         assert!(error.contains("machine-checkable"), "{error}");
+    }
+
+    #[test]
+    fn no_readable_plan_or_a_contingent_expectation_abstains() {
+        let judge = judge();
+        let expected = expected(
+            &["definitive_chemoradiation_or_systemic_therapy"],
+            &["adjuvant_therapy"],
+        );
+        let diff = diff("surgery", "lobectomy", "resected", "unresected");
+        let verdict = judge
+            .judge_pair(&pair(
+                "D",
+                "Thanks for the referral.",
+                "Recommendation: SBRT",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(
+            (verdict.label, verdict.score),
+            (Label::Uncertain, None),
+            "{}",
+            verdict.rationale
+        );
+        let verdict = judge
+            .judge_pair(&pair(
+                "D",
+                "Recommendation: adjuvant cisplatin/pemetrexed",
+                "Recommendation: restage with PET; adjuvant chemotherapy is not indicated; if unresectable, concurrent chemoradiotherapy",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(verdict.label, Label::Uncertain, "{}", verdict.rationale);
+        assert!(verdict.rationale.contains("contingency"), "{}", verdict.rationale);
+    }
+
+    #[test]
+    fn history_negation_and_follow_up_are_not_the_plan() {
+        let judge = judge();
+        let d1 = expected(
+            &["definitive_chemoradiation_or_systemic_therapy"],
+            &["adjuvant_therapy", "surveillance"],
+        );
+        let diff = diff("surgery", "lobectomy", "resected", "unresected");
+        let base = "## Assessment\nStage IIIA, s/p lobectomy.\n\n## Recommendation\nAdjuvant cisplatin/pemetrexed, then surveillance.";
+        let variant = "## Assessment\nNot a surgical candidate; the lobectomy was not performed.\n\n## Recommendation\n**Concurrent chemoradiotherapy** followed by durvalumab, then CT surveillance. Adjuvant chemotherapy no longer applies.";
+        let verdict = judge
+            .judge_pair(&pair("D", base, variant, Some(&d1), &diff))
+            .expect("scored");
+        assert_eq!(verdict.label, Label::UpdatedCorrect, "{}", verdict.rationale);
+        assert_eq!(verdict.plan_sources, Some(("heading", "heading")));
+    }
+
+    #[test]
+    fn a_plan_that_keeps_its_treatments_did_not_move() {
+        let judge = judge();
+        let a1 = expected(&[], &["her2_targeted"]);
+        let diff = diff("biomarker", "HER2", "positive", "negative");
+        // Adding a test around the same treatment is not a wrong-direction move.
+        let verdict = judge
+            .judge_pair(&pair(
+                "A",
+                "Plan: TCHP x6, then surgery.",
+                "HER2 is now negative on the core; I would repeat HER2 testing on the resection specimen. Plan: TCHP x6, then surgery.",
+                Some(&a1),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(
+            verdict.label,
+            Label::AcknowledgedUnchanged,
+            "{}",
+            verdict.rationale
+        );
     }
 
     #[test]

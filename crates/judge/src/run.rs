@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::families::{Families, GuardPlan};
 use crate::llm::LlmJudge;
 use crate::rule::RuleJudge;
-use crate::verdict::{PairInput, Verdict};
+use crate::verdict::{Label, PairInput, Verdict};
 
 /// Which judge runs.
 #[derive(Debug, Clone)]
@@ -43,6 +43,15 @@ pub enum Judge {
         judge: Box<LlmJudge>,
         fallback: Option<Box<LlmJudge>>,
     },
+    /// The rule judge first; only the pairs it is uncertain about go to the
+    /// model judge (or its fallback, for subjects of the model's family).
+    /// Named `cascade:rule,<model>`; `decided_by` says which decided a pair.
+    Cascade {
+        name: String,
+        rule: Box<RuleJudge>,
+        judge: Box<LlmJudge>,
+        fallback: Option<Box<LlmJudge>>,
+    },
 }
 
 impl Judge {
@@ -51,6 +60,27 @@ impl Judge {
         match self {
             Judge::Rule(_) => RuleJudge::NAME,
             Judge::Llm { judge, .. } => &judge.name,
+            Judge::Cascade { name, .. } => name,
+        }
+    }
+
+    /// A cascade from the rule judge to `judge`.
+    pub fn cascade(rule: RuleJudge, judge: LlmJudge, fallback: Option<LlmJudge>) -> Self {
+        Judge::Cascade {
+            name: format!("cascade:{},{}", RuleJudge::NAME, judge.name),
+            rule: Box::new(rule),
+            judge: Box::new(judge),
+            fallback: fallback.map(Box::new),
+        }
+    }
+
+    /// The model judge and its fallback, if this judge calls a model.
+    fn models(&self) -> Option<(&LlmJudge, Option<&LlmJudge>)> {
+        match self {
+            Judge::Rule(_) => None,
+            Judge::Llm { judge, fallback } | Judge::Cascade { judge, fallback, .. } => {
+                Some((judge, fallback.as_deref()))
+            }
         }
     }
 }
@@ -281,7 +311,7 @@ fn weight<T: Serialize + ?Sized>(value: &T) -> u64 {
 /// runtime).
 pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     let rule = match judge {
-        Judge::Rule(rule) => (**rule).clone(),
+        Judge::Rule(rule) | Judge::Cascade { rule, .. } => (**rule).clone(),
         Judge::Llm { .. } => RuleJudge::builtin()?,
     };
     let open = |table: &str, schema| ShardStore::open_existing(&run_dir.join(table), table, schema);
@@ -305,6 +335,18 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         Judge::Rule(rule) => (rule.prompt_hash(), None),
         Judge::Llm { judge, fallback } => (
             judge.prompt_hash().to_string(),
+            fallback
+                .as_ref()
+                .map(|fallback| (fallback.name.as_str(), fallback.prompt_hash())),
+        ),
+        // A cascade's verdicts depend on both judges' versions.
+        Judge::Cascade {
+            rule,
+            judge,
+            fallback,
+            ..
+        } => (
+            ids::content_id("cascade", &[&rule.prompt_hash(), judge.prompt_hash()]),
             fallback
                 .as_ref()
                 .map(|fallback| (fallback.name.as_str(), fallback.prompt_hash())),
@@ -359,11 +401,11 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     }
     // The guard refuses before any judging starts.
     let mut plans: HashMap<String, GuardPlan> = HashMap::new();
-    if let Judge::Llm { judge, fallback } = judge {
+    if let Some((judge, fallback)) = judge.models() {
         for subject in &subjects {
             let plan = config.families.guard(
                 &judge.name,
-                fallback.as_ref().map(|fallback| fallback.name.as_str()),
+                fallback.map(|fallback| fallback.name.as_str()),
                 subject,
             )?;
             plans.insert(subject.clone(), plan);
@@ -409,7 +451,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         catalog_hash: catalog.clone(),
     });
     let runtime = match judge {
-        Judge::Llm { .. } => Some(
+        Judge::Llm { .. } | Judge::Cascade { .. } => Some(
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -420,7 +462,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     };
     // The rule judge is CPU work: bigger chunks, judged on all cores.
     let chunk = match judge {
-        Judge::Rule(_) => config.chunk.max(RULE_CHUNK),
+        Judge::Rule(_) | Judge::Cascade { .. } => config.chunk.max(RULE_CHUNK),
         Judge::Llm { .. } => config.chunk.max(1),
     };
     // Each read of the responses judges one bucket and collects the next
@@ -619,12 +661,15 @@ impl Context<'_> {
             prompt_hash: prompt_hash.to_string(),
             changed: None,
             decisive_section_read: None,
+            decided_by: None,
+            baseline_plan_source: None,
+            plan_source: None,
         }
     }
 
     fn cms_row(&self, response: &Response) -> JudgmentRow {
         let mut row = self.row(response, "cms", &self.rule.prompt_hash());
-        let (_, recommendation) = texts(&response.text, &response.recommendation);
+        let (text, _) = texts(&response.text, &response.recommendation);
         if response.status != "ok" {
             row.error = Some(format!(
                 "the subject's baseline response is an error: {}",
@@ -636,10 +681,11 @@ impl Context<'_> {
             row.error = Some("the case is not in the cases table (no consensus items)".into());
             return row;
         };
-        match self.rule.cms(items, &recommendation) {
+        match self.rule.cms(items, &text) {
             Some((score, coverage)) => {
                 row.score = Some(score);
                 row.status = "ok".into();
+                row.decided_by = Some(RuleJudge::NAME.into());
                 let missed: Vec<&str> = coverage
                     .iter()
                     .filter(|item| !item.covered)
@@ -771,30 +817,23 @@ impl Context<'_> {
                         report.fallback_pairs += 1;
                     }
                     match &verdicts[index] {
-                        Ok(verdict) => {
-                            row.score = Some(verdict.score);
+                        Ok(decided) => {
+                            let verdict = &decided.verdict;
+                            row.score = verdict.score;
                             row.label = Some(verdict.label.as_str().to_string());
-                            row.changed = Some(verdict.changed);
+                            row.changed = verdict.changed;
                             row.status = "ok".into();
-                            row.rationale = Some(if parts.fallback {
-                                format!(
-                                    "[judged by fallback {}] {}",
-                                    self.fallback_name(),
-                                    verdict.rationale
-                                )
+                            if let Some((baseline, variant)) = verdict.plan_sources {
+                                row.baseline_plan_source = Some(baseline.into());
+                                row.plan_source = Some(variant.into());
+                            }
+                            row.rationale = Some(if decided.by_fallback {
+                                format!("[judged by fallback {}] {}", decided.by, verdict.rationale)
                             } else {
                                 verdict.rationale.clone()
                             });
-                            if let (
-                                true,
-                                Judge::Llm {
-                                    fallback: Some(fallback),
-                                    ..
-                                },
-                            ) = (parts.fallback, self.judge)
-                            {
-                                row.prompt_hash = fallback.prompt_hash().to_string();
-                            }
+                            row.prompt_hash = decided.prompt_hash.clone();
+                            row.decided_by = Some(decided.by.clone());
                         }
                         Err(error) => row.error = Some(error.clone()),
                     }
@@ -815,21 +854,11 @@ impl Context<'_> {
         rows
     }
 
-    fn fallback_name(&self) -> &str {
-        match self.judge {
-            Judge::Llm {
-                fallback: Some(fallback),
-                ..
-            } => &fallback.name,
-            _ => "",
-        }
-    }
-
     fn verdicts(
         &self,
         pairs: &[(PairParts, &Response)],
         runtime: Option<&tokio::runtime::Runtime>,
-    ) -> Vec<Result<Verdict, String>> {
+    ) -> Vec<Result<Decided, String>> {
         let inputs: Vec<PairInput<'_>> = pairs
             .iter()
             .map(|(parts, response)| {
@@ -847,29 +876,82 @@ impl Context<'_> {
                 }
             })
             .collect();
-        match (self.judge, runtime) {
-            (Judge::Llm { judge, fallback }, Some(runtime)) => runtime.block_on(async {
-                let semaphore = tokio::sync::Semaphore::new(self.config.concurrency.max(1));
-                let calls = inputs.iter().zip(pairs).map(|(input, (parts, _))| {
-                    let chosen = match (parts.fallback, fallback) {
-                        (true, Some(fallback)) => fallback,
-                        _ => judge,
-                    };
-                    let semaphore = &semaphore;
-                    async move {
-                        let _permit = semaphore.acquire().await.map_err(|error| error.to_string())?;
-                        chosen.judge_pair(input).await
-                    }
-                });
-                join_all(calls).await
-            }),
-            (Judge::Rule(rule), _) => inputs.par_iter().map(|input| rule.judge_pair(input)).collect(),
-            (Judge::Llm { .. }, None) => inputs
-                .iter()
-                .map(|_| Err("no async runtime for the LLM judge".to_string()))
-                .collect(),
+        let rule = match self.judge {
+            Judge::Rule(rule) | Judge::Cascade { rule, .. } => Some(rule),
+            Judge::Llm { .. } => None,
+        };
+        // The rule judge's verdicts (all of them, or a cascade's first pass).
+        let mut decided: Vec<Option<Result<Decided, String>>> = match rule {
+            Some(rule) => {
+                let hash = rule.prompt_hash();
+                inputs
+                    .par_iter()
+                    .map(|input| {
+                        let verdict = rule.judge_pair(input);
+                        let escalate = matches!(self.judge, Judge::Cascade { .. })
+                            && matches!(&verdict, Ok(verdict) if verdict.label == Label::Uncertain);
+                        (!escalate).then(|| {
+                            verdict.map(|verdict| Decided {
+                                verdict,
+                                by: RuleJudge::NAME.into(),
+                                by_fallback: false,
+                                prompt_hash: hash.clone(),
+                            })
+                        })
+                    })
+                    .collect()
+            }
+            None => inputs.iter().map(|_| None).collect(),
+        };
+        let Some((judge, fallback)) = self.judge.models() else {
+            return decided.into_iter().flatten().collect();
+        };
+        let waiting: Vec<usize> = (0..inputs.len())
+            .filter(|&index| decided[index].is_none())
+            .collect();
+        let Some(runtime) = runtime else {
+            for index in waiting {
+                decided[index] = Some(Err("no async runtime for the model judge".to_string()));
+            }
+            return decided.into_iter().flatten().collect();
+        };
+        let answers = runtime.block_on(async {
+            let semaphore = tokio::sync::Semaphore::new(self.config.concurrency.max(1));
+            let calls = waiting.iter().map(|&index| {
+                let (chosen, by_fallback) = match (pairs[index].0.fallback, fallback) {
+                    (true, Some(fallback)) => (fallback, true),
+                    _ => (judge, false),
+                };
+                let semaphore = &semaphore;
+                let input = &inputs[index];
+                async move {
+                    let _permit = semaphore.acquire().await.map_err(|error| error.to_string())?;
+                    let verdict = chosen.judge_pair(input).await?;
+                    Ok(Decided {
+                        verdict,
+                        by: chosen.name.clone(),
+                        by_fallback,
+                        prompt_hash: chosen.prompt_hash().to_string(),
+                    })
+                }
+            });
+            join_all(calls).await
+        });
+        for (index, answer) in waiting.into_iter().zip(answers) {
+            decided[index] = Some(answer);
         }
+        decided.into_iter().flatten().collect()
     }
+}
+
+/// A verdict and who decided it.
+struct Decided {
+    verdict: Verdict,
+    /// The deciding judge's name.
+    by: String,
+    /// Decided by the fallback judge (self-preference guard).
+    by_fallback: bool,
+    prompt_hash: String,
 }
 
 struct PairParts {

@@ -17,9 +17,13 @@ pub enum Label {
     HeldCorrectly,
     /// Negative control: the plan moved (0.0).
     ShiftedSpuriously,
+    /// The judge could not read the pair with confidence (no plan found, or
+    /// a reading that decides nothing): no score, never a silent 0 or 1.
+    Uncertain,
 }
 
 impl Label {
+    /// The labels that carry a score (what a model judge may answer).
     pub const ALL: [Label; 6] = [
         Label::Ignored,
         Label::AcknowledgedUnchanged,
@@ -37,19 +41,22 @@ impl Label {
             Label::UpdatedWrongDirection => "updated_wrong_direction",
             Label::HeldCorrectly => "held_correctly",
             Label::ShiftedSpuriously => "shifted_spuriously",
+            Label::Uncertain => "uncertain",
         }
     }
 
+    /// A scoring label by name (`uncertain` is not one).
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|label| label.as_str() == text)
     }
 
-    /// The CSS score the label carries.
-    pub fn score(self) -> f64 {
+    /// The CSS score the label carries; none for `uncertain`.
+    pub fn score(self) -> Option<f64> {
         match self {
-            Label::UpdatedCorrect | Label::HeldCorrectly => 1.0,
-            Label::AcknowledgedUnchanged => 0.5,
-            Label::Ignored | Label::UpdatedWrongDirection | Label::ShiftedSpuriously => 0.0,
+            Label::UpdatedCorrect | Label::HeldCorrectly => Some(1.0),
+            Label::AcknowledgedUnchanged => Some(0.5),
+            Label::Ignored | Label::UpdatedWrongDirection | Label::ShiftedSpuriously => Some(0.0),
+            Label::Uncertain => None,
         }
     }
 
@@ -98,11 +105,15 @@ impl PairInput<'_> {
 /// A judge's verdict on one pair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
-    pub score: f64,
+    /// The label's score; none when the judge abstained (`uncertain`).
+    pub score: Option<f64>,
     pub label: Label,
     pub rationale: String,
-    /// Whether the recommendation moved.
-    pub changed: bool,
+    /// Whether the recommendation moved (none when uncertain).
+    pub changed: Option<bool>,
+    /// Where the rule judge found each answer's plan (`label`, `heading`,
+    /// `inline_label`, `last_paragraph`, `whole`): baseline, variant.
+    pub plan_sources: Option<(&'static str, &'static str)>,
 }
 
 impl Verdict {
@@ -111,7 +122,25 @@ impl Verdict {
             score: label.score(),
             label,
             rationale,
-            changed,
+            changed: Some(changed),
+            plan_sources: None,
         }
+    }
+
+    /// An abstention, with its reason.
+    pub fn uncertain(rationale: String) -> Self {
+        Self {
+            score: None,
+            label: Label::Uncertain,
+            rationale,
+            changed: None,
+            plan_sources: None,
+        }
+    }
+
+    /// Records where each answer's plan was found.
+    pub fn with_plan_sources(mut self, baseline: &'static str, variant: &'static str) -> Self {
+        self.plan_sources = Some((baseline, variant));
+        self
     }
 }

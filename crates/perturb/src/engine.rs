@@ -128,10 +128,7 @@ fn variant(
             explain(&intervention.applies_when, case)
         ));
     }
-    let branch = intervention
-        .expected
-        .iter()
-        .find(|branch| branch.when.as_ref().is_none_or(|when| holds(when, case)))
+    let branch = expected_branch(intervention, case)
         .ok_or_else(|| "no pre-registered expected direction covers this case".to_string())?;
     let mut outcome = Outcome::default();
     for edit in &intervention.edits {
@@ -379,7 +376,12 @@ fn build(
     if diff.is_empty() {
         return Err("the edit changes nothing in this chart".into());
     }
-    let (expected_text, expected) = resolve_expected(branch, &outcome);
+    let (expected_text, expected) = resolve_expected(
+        branch,
+        outcome.regimen.as_deref(),
+        outcome.procedure.as_deref(),
+        outcome.progressed_line,
+    );
     Ok(Variant {
         row: VariantRow {
             run: case.run.clone(),
@@ -434,22 +436,45 @@ fn section_at(case: &CaseRow, offset: usize) -> Option<String> {
 
 const ORDINALS: &[&str] = &["first", "second", "third", "fourth", "fifth", "sixth"];
 
-fn resolve_expected(branch: &ExpectedBranch, outcome: &Outcome) -> (String, Expected) {
-    let regimen = outcome
-        .regimen
-        .clone()
-        .unwrap_or_else(|| "the current regimen".into());
-    let procedure = outcome
-        .procedure
-        .clone()
-        .unwrap_or_else(|| "the operation".into());
+/// The branch of `intervention`'s expected directions that covers `case`:
+/// the first whose `when` holds.
+fn expected_branch<'a>(intervention: &'a Intervention, case: &CaseRow) -> Option<&'a ExpectedBranch> {
+    intervention
+        .expected
+        .iter()
+        .find(|branch| branch.when.as_ref().is_none_or(|when| holds(when, case)))
+}
+
+/// The expected direction (words and machine-checkable part) that
+/// `intervention` pre-registers for `case`, its placeholders filled with the
+/// edit's `regimen` and `procedure` and `progressed_line` (1-based): what a
+/// variant of the case carries. `None` when no branch covers the case.
+pub fn expectation(
+    intervention: &Intervention,
+    case: &CaseRow,
+    regimen: Option<&str>,
+    procedure: Option<&str>,
+    progressed_line: Option<usize>,
+) -> Option<(String, Expected)> {
+    expected_branch(intervention, case)
+        .map(|branch| resolve_expected(branch, regimen, procedure, progressed_line))
+}
+
+fn resolve_expected(
+    branch: &ExpectedBranch,
+    regimen: Option<&str>,
+    procedure: Option<&str>,
+    progressed_line: Option<usize>,
+) -> (String, Expected) {
+    let regimen = regimen.unwrap_or("the current regimen").to_string();
+    let procedure = procedure.unwrap_or("the operation").to_string();
     let fill = |text: &str| {
         text.replace("{regimen}", &regimen)
             .replace("{procedure}", &procedure)
     };
     let switch_line = branch.switch_line.as_ref().map(|line| {
         if line == "next" {
-            let next = outcome.progressed_line.unwrap_or(1);
+            let next = progressed_line.unwrap_or(1);
             ORDINALS
                 .get(next)
                 .map_or_else(|| format!("line {}", next + 1), |word| (*word).to_string())

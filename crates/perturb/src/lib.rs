@@ -29,6 +29,6 @@ mod vocab;
 pub use catalog::{
     Catalog, Diagnostic, Direction, EditOp, ExpectedBranch, FactPattern, Family, Intervention, Predicate,
 };
-pub use engine::{Variant, apply, apply_with_text, holds};
+pub use engine::{Variant, apply, apply_with_text, expectation, holds};
 pub use error::{Error, Result};
 pub use run::{Config, InterventionCount, Report, check_catalog_lock, check_store_catalog_lock, run};

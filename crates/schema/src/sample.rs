@@ -202,6 +202,9 @@ pub fn judgment(i: u64) -> JudgmentRow {
         prompt_hash: "prompt".into(),
         changed: Some(i % 3 == 2),
         decisive_section_read: None,
+        decided_by: Some("rule".into()),
+        baseline_plan_source: Some("label".into()),
+        plan_source: Some("label".into()),
     }
 }
 

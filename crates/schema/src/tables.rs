@@ -248,7 +248,8 @@ pub struct JudgmentRow {
     /// the judge failed (never a guessed score).
     pub score: Option<f64>,
     /// `ignored`, `acknowledged_unchanged`, `updated_correct`,
-    /// `updated_wrong_direction`, `held_correctly`, `shifted_spuriously`.
+    /// `updated_wrong_direction`, `held_correctly`, `shifted_spuriously`, or
+    /// `uncertain` (the judge abstained: score null, reason in `rationale`).
     pub label: Option<String>,
     pub rationale: Option<String>,
     /// `ok` or `error`.
@@ -259,6 +260,15 @@ pub struct JudgmentRow {
     pub changed: Option<bool>,
     /// For agents: whether the section the intervention edited was read.
     pub decisive_section_read: Option<bool>,
+    /// The judge that decided the verdict: the judge itself, its fallback
+    /// (self-preference guard), or in a cascade the rule judge or the model
+    /// judge it sent an uncertain pair to.
+    pub decided_by: Option<String>,
+    /// Where the rule judge found the baseline answer's plan: `label`,
+    /// `heading`, `inline_label`, `last_paragraph` or `whole`.
+    pub baseline_plan_source: Option<String>,
+    /// Where the rule judge found this answer's plan (same values).
+    pub plan_source: Option<String>,
 }
 
 /// Table `scores`: one row per estimate, long format.

@@ -1,6 +1,7 @@
 //! Integration tests of the `cfeval` binary.
 
 mod driver;
+mod gold;
 mod infer_resume;
 mod inspect;
 mod judge;

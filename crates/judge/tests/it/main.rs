@@ -683,3 +683,73 @@ async fn invalid_json_gets_one_repair_retry_at_the_test_server_and_subjects_are_
             .all(|row| row.score.is_none())
     );
 }
+
+#[test]
+fn cascade_sends_only_uncertain_pairs_to_the_model_judge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), &[her2_case("c1")]);
+    write(dir.path(), &her2_variants("c1"));
+    // The rule judge reads the first subject's pairs; the second answers the
+    // variant with no readable plan, so the rule judge abstains there.
+    let mut rows = Vec::new();
+    for subject in ["xai/grok-4", "vllm/vague"] {
+        rows.push(response(
+            subject,
+            "c1",
+            "baseline",
+            "baseline",
+            "THP; cardiac monitoring",
+        ));
+        let after = if subject == "vllm/vague" {
+            "it depends on many factors"
+        } else {
+            "letrozole + palbociclib"
+        };
+        rows.push(response(subject, "c1", "A1", "A", after));
+        rows.push(response(subject, "c1", "N1", "N", "THP with cardiac monitoring"));
+    }
+    write(dir.path(), &rows);
+    let model = Arc::new(FakeJudgeModel::new("openai/judge", false));
+    let client = ModelClient::builder(model.clone()).build().expect("client");
+    let judge = Judge::cascade(
+        RuleJudge::builtin().expect("rule"),
+        LlmJudge::new("openai/gpt-5.4", Arc::new(client)).expect("judge"),
+        None,
+    );
+    assert_eq!(judge.name(), "cascade:rule,openai/gpt-5.4");
+    let report = run(&config(), &judge, dir.path()).expect("cascade");
+    assert_eq!((report.pairs, report.errors), (4, 0));
+    assert_eq!(
+        model.calls.load(Ordering::Relaxed),
+        1,
+        "only the uncertain pair reaches the model"
+    );
+    let rows = judgments(dir.path());
+    let vague = find(&rows, judge.name(), "vllm/vague", "A1", "css");
+    assert_eq!(vague.decided_by.as_deref(), Some("openai/gpt-5.4"));
+    assert!(vague.score.is_some() && vague.label.as_deref() != Some("uncertain"));
+    let grok = find(&rows, judge.name(), "xai/grok-4", "A1", "css");
+    assert_eq!(grok.decided_by.as_deref(), Some("rule"));
+    assert_eq!(grok.plan_source.as_deref(), Some("label"));
+    assert_eq!(grok.label.as_deref(), Some("updated_correct"));
+
+    // The rule judge alone records the abstention, with no score.
+    let rule = Judge::Rule(Box::new(RuleJudge::builtin().expect("rule")));
+    run(&config(), &rule, dir.path()).expect("rule judge");
+    let rows = judgments(dir.path());
+    let abstained = find(&rows, "rule", "vllm/vague", "A1", "css");
+    assert_eq!(
+        (
+            abstained.score,
+            abstained.label.as_deref(),
+            abstained.status.as_str()
+        ),
+        (None, Some("uncertain"), "ok")
+    );
+    assert!(
+        abstained
+            .rationale
+            .as_deref()
+            .is_some_and(|reason| reason.contains("no treatment"))
+    );
+}

@@ -324,12 +324,14 @@ pub fn judgment_row() -> impl Strategy<Value = JudgmentRow> {
             proptest::option::of(any::<bool>()),
             proptest::option::of(any::<bool>()),
         ),
+        (opt_text(), opt_text(), opt_text()),
     )
         .prop_map(
             |(
                 (run, judge, subject, is_control, mode, case_id, variant_id, intervention),
                 (family, catalog_hash, metric, score, label, rationale),
                 (status, error, prompt_hash, changed, decisive_section_read),
+                (decided_by, baseline_plan_source, plan_source),
             )| JudgmentRow {
                 run,
                 judge,
@@ -350,6 +352,9 @@ pub fn judgment_row() -> impl Strategy<Value = JudgmentRow> {
                 prompt_hash,
                 changed,
                 decisive_section_read,
+                decided_by,
+                baseline_plan_source,
+                plan_source,
             },
         )
 }
@@ -422,5 +427,8 @@ pub fn numbered_judgment(i: u64) -> JudgmentRow {
         prompt_hash: "p".into(),
         changed: Some(i.is_multiple_of(2)),
         decisive_section_read: None,
+        decided_by: Some("rule".into()),
+        baseline_plan_source: Some("label".into()),
+        plan_source: Some("heading".into()),
     }
 }
