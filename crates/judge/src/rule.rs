@@ -70,7 +70,14 @@ impl RuleJudge {
             base_reading.plan.source.as_str(),
             variant_reading.plan.source.as_str(),
         );
-        let verdict = self.judge_readings(input, &base_reading.analysis, &variant_reading.analysis)?;
+        // Word for word the same plan has not moved, readable or not.
+        let same_words = words(&base_reading.plan.text) == words(&variant_reading.plan.text);
+        let verdict = self.judge_readings(
+            input,
+            &base_reading.analysis,
+            &variant_reading.analysis,
+            same_words,
+        )?;
         Ok(verdict.with_plan_sources(sources.0, sources.1))
     }
 
@@ -79,7 +86,29 @@ impl RuleJudge {
         input: &PairInput<'_>,
         base: &Analysis,
         variant: &Analysis,
+        same_words: bool,
     ) -> Result<Verdict, String> {
+        if same_words && (input.expects_unchanged() || input.expected.is_some()) {
+            return Ok(if input.expects_unchanged() {
+                Verdict::new(
+                    Label::HeldCorrectly,
+                    "the plan is word for word the same, as expected for an irrelevant edit".into(),
+                    false,
+                )
+            } else if self.acknowledged(input).is_empty() {
+                Verdict::new(
+                    Label::Ignored,
+                    "the plan is word for word the same and the changed fact is not mentioned".into(),
+                    false,
+                )
+            } else {
+                Verdict::new(
+                    Label::AcknowledgedUnchanged,
+                    "the answer mentions the changed fact but its plan is word for word the same".into(),
+                    false,
+                )
+            });
+        }
         if base.is_empty() {
             return Ok(Verdict::uncertain(
                 "no treatment, test or ruled-out option could be read in the baseline answer's plan".into(),
@@ -676,6 +705,26 @@ mod tests {
             .expect("scored");
         assert_eq!(verdict.label, Label::UpdatedCorrect, "{}", verdict.rationale);
         assert_eq!(verdict.plan_sources, Some(("heading", "heading")));
+    }
+
+    #[test]
+    fn a_word_for_word_same_plan_has_not_moved_even_when_unreadable() {
+        let judge = judge();
+        let text = "Recommendation: no guideline plan applies; discuss at tumor board";
+        let unchanged = Expected {
+            direction: "unchanged".into(),
+            ..Expected::default()
+        };
+        let held = judge
+            .judge_pair(&pair("N", text, text, Some(&unchanged), &[]))
+            .expect("scored");
+        assert_eq!(held.label, Label::HeldCorrectly, "{}", held.rationale);
+        let a1 = expected(&[], &["her2_targeted"]);
+        let diff = diff("biomarker", "HER2", "positive", "negative");
+        let ignored = judge
+            .judge_pair(&pair("A", text, text, Some(&a1), &diff))
+            .expect("scored");
+        assert_eq!(ignored.label, Label::Ignored, "{}", ignored.rationale);
     }
 
     #[test]
