@@ -3,9 +3,10 @@
 
 Reads the run's judgments with pyarrow (projected columns), computes
 per-case sums once per series (subject, mode, judge, quantity, intervention)
-with pyarrow's hash group-by, then per family stratum draws a resample-count
-matrix (B x cases) and multiplies it by the per-case sums: the fastest NumPy
-formulation. Percentile and BCa intervals (stratified jackknife) for CSS
+with pyarrow's hash group-by, then draws one resample-count matrix (B x cases,
+cases resampled jointly across families) and multiplies it by the per-case
+sums: the fastest NumPy formulation. Percentile and BCa intervals
+(leave-one-case-out jackknife) for CSS
 overall / per family / per intervention, spurious shift, CMS, integration and
 access failure, and agent - single_shot deltas; writes the scores as Parquet.
 Prints one JSON line. Usage: aggregate_numpy.py RUN_DIR [RESAMPLES]
@@ -68,12 +69,12 @@ for i, key in enumerate(zip(*(sums[c] for c in series_cols))):
         j = series_id[key] = len(series_list)
         series_list.append(key)
     sid[i] = j
-families = sorted({key[5] for key in series_list})
 K = len(series_list)
-# Per stratum: case index, num and den matrices (cases x series of the stratum).
+# One stratum of every case (cfeval's joint case bootstrap: a replicate draws
+# case ids once for every family and series): case index, num and den
+# matrices (cases x series).
 strata = {}
-for f in families:
-    mask = sums["family"] == f
+for f, mask in [("cases", np.ones(len(sums["family"]), dtype=bool))]:
     cases, case_idx = np.unique(sums["case_id"][mask], return_inverse=True)
     cols = sorted({sid[i] for i in np.nonzero(mask)[0]})
     col_idx = {c: k for k, c in enumerate(cols)}

@@ -30,12 +30,16 @@ css = (
 print(css)
 
 # %% The same number straight from the judgments with duckdb: CSS is the mean
-# score over the tuples of families A–E (family N is reported apart).
+# score over the decided tuples of families A–E (family N is reported apart;
+# pairs the judge was uncertain about and those of truncated or refused
+# answers are left out, and counted in the `uncertain`, `truncated` and
+# `refused` rows).
 direct = duckdb.sql(
     f"""
     select subject, mode, judge, avg(score) as css, count(*) as n_tuples
     from read_parquet('{run}/judgments/part-*.parquet')
     where metric = 'css' and family in ('A', 'B', 'C', 'D', 'E') and score is not null
+      and status not in ('truncated', 'refused') and coalesce(label, '') <> 'uncertain'
     group by all order by mode, css desc
     """
 ).pl()
@@ -43,6 +47,12 @@ joined = css.join(direct, on=["subject", "mode", "judge"])
 assert (joined["value"] - joined["css"]).abs().max() < 1e-9, "scores disagree with the judgments"
 assert (joined["n_tuples"] == joined["n_tuples_right"]).all()
 print("scores agree with a direct duckdb computation from the judgments")
+
+# %% Family-balanced CSS (the mean of the family means) beside the tuple-weighted one.
+balanced = scores.filter(
+    (pl.col("metric") == "css_balanced") & (pl.col("ci_method") == "percentile")
+).select("subject", "mode", "judge", pl.col("value").alias("css_balanced"), "ci_low", "ci_high")
+print(balanced.sort("mode", "css_balanced", descending=[False, True]))
 
 # %% Redraw the rank slope chart CMS → CSS.
 ranks = (

@@ -4,7 +4,7 @@
 //! `aggregate generate DIR` writes ~1M synthetic judgments (6 subjects × 2
 //! modes × 2 judges × 224 cases × 13 rows × 15 replicates) with the schema
 //! crate's shard writer; `aggregate run DIR` times reading them, 10,000
-//! stratified paired resamples with percentile and BCa intervals for every
+//! paired resamples of the cases with percentile and BCa intervals for every
 //! estimate, and writing the scores, then prints one JSON line (seconds,
 //! peak RSS of the process).
 

@@ -1,5 +1,14 @@
-//! One streaming pass over `judgments`: per-case sums of every series, and
-//! the tuple-level scores the agreement statistics pair across judges.
+//! One streaming pass over `judgments`: per-case sums of every series, the
+//! tuple-level verdicts the agreement statistics pair across judges, and the
+//! count of every judgment that did not enter a score and why.
+//!
+//! A judgment enters CSS (or the spurious-shift rate, or CMS) only when it is
+//! *decided*. The others are counted per (subject, mode, judge,
+//! intervention) — see [`Outcome`]: the answer was incomplete (truncated or
+//! refused: the response's finish reason, carried by the judgment's `status`,
+//! or its `finish_reason` column once the table has one), the judge failed
+//! (`status = error`), or the judge abstained (label `uncertain`, or no
+//! score).
 //!
 //! Only a projection of the columns is read, one batch at a time; what is
 //! kept grows with subjects × modes × judges × interventions × cases (the
@@ -38,6 +47,16 @@ pub struct SeriesKey {
     pub mode: u32,
     pub judge: u32,
     pub quantity: Quantity,
+    pub intervention: u32,
+}
+
+/// One (subject, mode, judge, intervention): where judgments are counted
+/// by [`Outcome`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellKey {
+    pub subject: u32,
+    pub mode: u32,
+    pub judge: u32,
     pub intervention: u32,
 }
 
@@ -100,6 +119,105 @@ impl Names {
 /// A human label's key: (subject, mode, case_id, intervention).
 pub type TupleKey = (String, String, String, String);
 
+/// What became of one judgment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// Scored: it enters the estimates.
+    Decided,
+    /// The judge abstained: label `uncertain`, or no score without an error.
+    Uncertain,
+    /// The judge failed (`status = error`).
+    JudgeError,
+    /// The answer was cut off (finish reason `length` / `max_tokens`).
+    Truncated,
+    /// The model refused (finish reason `content_filter` / `refusal`).
+    Refused,
+}
+
+impl Outcome {
+    /// Every outcome that keeps a judgment out of the estimates, with the
+    /// metric name its count rows carry.
+    pub const EXCLUDED: [(Outcome, &'static str); 4] = [
+        (Outcome::Uncertain, "uncertain"),
+        (Outcome::Truncated, "truncated"),
+        (Outcome::Refused, "refused"),
+        (Outcome::JudgeError, "judge_error"),
+    ];
+
+    /// The outcome of a judgment from its `status`, `finish_reason` (when the
+    /// table has one), `label` and `score`. An incomplete answer wins over
+    /// everything (it is never judged as complete), then a judge error, then
+    /// an abstention.
+    pub fn classify(status: &str, finish_reason: Option<&str>, label: Option<&str>, scored: bool) -> Self {
+        match (status, finish_reason) {
+            ("truncated", _) | (_, Some("length" | "max_tokens" | "truncated")) => Outcome::Truncated,
+            ("refused", _) | (_, Some("content_filter" | "refusal" | "refused")) => Outcome::Refused,
+            ("error", _) if label != Some(UNCERTAIN) => Outcome::JudgeError,
+            _ if label == Some(UNCERTAIN) || !scored => Outcome::Uncertain,
+            _ => Outcome::Decided,
+        }
+    }
+}
+
+/// The label of a judge that abstained.
+pub const UNCERTAIN: &str = "uncertain";
+
+/// Judgments of one (subject, mode, judge, intervention) by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcomes {
+    pub decided: u64,
+    pub uncertain: u64,
+    pub judge_errors: u64,
+    pub truncated: u64,
+    pub refused: u64,
+}
+
+impl Outcomes {
+    fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Decided => self.decided += 1,
+            Outcome::Uncertain => self.uncertain += 1,
+            Outcome::JudgeError => self.judge_errors += 1,
+            Outcome::Truncated => self.truncated += 1,
+            Outcome::Refused => self.refused += 1,
+        }
+    }
+
+    /// The count of one outcome.
+    pub fn count(&self, outcome: Outcome) -> u64 {
+        match outcome {
+            Outcome::Decided => self.decided,
+            Outcome::Uncertain => self.uncertain,
+            Outcome::JudgeError => self.judge_errors,
+            Outcome::Truncated => self.truncated,
+            Outcome::Refused => self.refused,
+        }
+    }
+
+    /// Every judgment, whatever became of it.
+    pub fn total(&self) -> u64 {
+        self.decided + self.uncertain + self.judge_errors + self.truncated + self.refused
+    }
+
+    /// Adds another cell's counts.
+    pub fn merge(&mut self, other: &Outcomes) {
+        self.decided += other.decided;
+        self.uncertain += other.uncertain;
+        self.judge_errors += other.judge_errors;
+        self.truncated += other.truncated;
+        self.refused += other.refused;
+    }
+}
+
+/// One judge's verdict on a human-labelled tuple.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    pub judge: u32,
+    pub score: f64,
+    /// Its category on the CSS scale (see [`crate::stats::kappa`]).
+    pub category: Option<usize>,
+}
+
 /// Everything the pass collects.
 #[derive(Debug, Default)]
 pub struct Accumulated {
@@ -119,11 +237,19 @@ pub struct Accumulated {
     pub sums: HashMap<SeriesKey, HashMap<u32, (f64, f64)>>,
     /// CSS tuples: packed per-judge categories (4 bits per judge, 0 = none).
     pub tuples: HashMap<u64, u64>,
-    /// Judge scores of the human-labelled tuples: key → judge → (score, family).
-    pub labelled: HashMap<TupleKey, Vec<(u32, f64)>>,
+    /// Judge verdicts on the human-labelled tuples (subjects under test only).
+    pub labelled: HashMap<TupleKey, Vec<Judged>>,
+    /// Judgments by outcome, every metric and family.
+    pub outcomes: HashMap<CellKey, Outcomes>,
     pub rows: u64,
-    /// Rows whose judge failed (null score).
+    /// Rows whose judge failed (`status = error`).
     pub judge_errors: u64,
+    /// Rows where the judge abstained.
+    pub uncertain: u64,
+    /// Rows of a truncated answer.
+    pub truncated: u64,
+    /// Rows of a refused answer.
+    pub refused: u64,
     /// Rows of a metric or family the stage does not score.
     pub ignored: u64,
 }
@@ -179,7 +305,7 @@ fn intern_cached(names: &mut Names, last: &mut Option<Last>, value: &str) -> u32
     id
 }
 
-const COLUMNS: [&str; 15] = [
+const COLUMNS: [&str; 16] = [
     "run",
     "judge",
     "subject",
@@ -195,13 +321,20 @@ const COLUMNS: [&str; 15] = [
     "label",
     "prompt_hash",
     "changed",
+    "status",
 ];
+
+/// A column read when the judgments table has it (a later schema version).
+const FINISH_REASON: &str = "finish_reason";
 
 /// Streams the judgments of `run_dir` and accumulates them.
 pub fn accumulate(run_dir: &Path, families: &Families, labelled: &BTreeSet<TupleKey>) -> Result<Accumulated> {
     let store = ShardStore::open_table::<JudgmentRow>(run_dir)?;
     let mut columns: Vec<&str> = COLUMNS.to_vec();
     columns.push("decisive_section_read");
+    if JudgmentRow::schema().index_of(FINISH_REASON).is_ok() {
+        columns.push(FINISH_REASON);
+    }
     debug_assert!(
         columns
             .iter()
@@ -275,6 +408,11 @@ impl<'a> Accumulator<'a> {
         let label = string_column(batch, "label")?;
         let prompt_hash = string_column(batch, "prompt_hash")?;
         let changed = bool_column(batch, "changed")?;
+        let status = string_column(batch, "status")?;
+        let finish_reason = match batch.column_by_name(FINISH_REASON) {
+            Some(_) => Some(string_column(batch, FINISH_REASON)?),
+            None => None,
+        };
         let decisive = bool_column(batch, "decisive_section_read")?;
         let score = batch
             .column_by_name("score")
@@ -309,14 +447,9 @@ impl<'a> Accumulator<'a> {
                     .is_control
                     .insert(subject_name.to_string(), flag(is_control, row).unwrap_or(false));
             }
-            let Some(value) = (!score.is_null(row)).then(|| score.value(row)) else {
-                self.out.judge_errors += 1;
-                continue;
-            };
+            let control = self.out.is_control.get(subject_name).copied().unwrap_or(false);
             let mode_name = text(mode, row).unwrap_or_default();
             let mode_id = intern_cached(&mut self.out.modes, &mut self.last_mode, mode_name);
-            let case_name = text(case_id, row).unwrap_or_default();
-            let case = intern_cached(&mut self.out.cases, &mut self.last_case, case_name);
             let intervention_name = text(intervention, row).unwrap_or_default();
             let intervention_id = intern_cached(
                 &mut self.out.interventions,
@@ -334,6 +467,42 @@ impl<'a> Accumulator<'a> {
                 quantity,
                 intervention: intervention_id,
             };
+            let label_text = text(label, row);
+            let outcome = Outcome::classify(
+                text(status, row).unwrap_or_default(),
+                finish_reason.and_then(|column| text(column, row)),
+                label_text,
+                !score.is_null(row),
+            );
+            let cell = CellKey {
+                subject: subject_id,
+                mode: mode_id,
+                judge: judge_id,
+                intervention: intervention_id,
+            };
+            self.out.outcomes.entry(cell).or_default().add(outcome);
+            match outcome {
+                Outcome::Decided => {}
+                Outcome::Uncertain => {
+                    self.out.uncertain += 1;
+                    continue;
+                }
+                Outcome::JudgeError => {
+                    self.out.judge_errors += 1;
+                    continue;
+                }
+                Outcome::Truncated => {
+                    self.out.truncated += 1;
+                    continue;
+                }
+                Outcome::Refused => {
+                    self.out.refused += 1;
+                    continue;
+                }
+            }
+            let value = score.value(row);
+            let case_name = text(case_id, row).unwrap_or_default();
+            let case = intern_cached(&mut self.out.cases, &mut self.last_case, case_name);
             match text(metric, row).unwrap_or_default() {
                 "cms" => self.add(key(Quantity::Cms), case, value),
                 "css" if self.families.css.iter().any(|name| name == family_name) => {
@@ -347,9 +516,14 @@ impl<'a> Accumulator<'a> {
                             f64::from(u8::from(integration)),
                         );
                     }
+                    // Agreement is measured on the subjects under test only.
+                    if control {
+                        continue;
+                    }
+                    let category = crate::stats::kappa::css_label_category(label_text, value);
                     self.record_tuple(
                         judge_id,
-                        value,
+                        category,
                         [
                             subject_name,
                             mode_name,
@@ -365,16 +539,16 @@ impl<'a> Accumulator<'a> {
                             intervention_name.to_string(),
                         );
                         if self.labelled.contains(&tuple) {
-                            self.out
-                                .labelled
-                                .entry(tuple)
-                                .or_default()
-                                .push((judge_id, value));
+                            self.out.labelled.entry(tuple).or_default().push(Judged {
+                                judge: judge_id,
+                                score: value,
+                                category,
+                            });
                         }
                     }
                 }
                 "css" if family_name == self.families.control => {
-                    let spurious = match text(label, row) {
+                    let spurious = match label_text {
                         Some(label) => label == "shifted_spuriously",
                         None => flag(changed, row) == Some(true),
                     };
@@ -386,8 +560,8 @@ impl<'a> Accumulator<'a> {
         Ok(())
     }
 
-    fn record_tuple(&mut self, judge: u32, score: f64, parts: [&str; 4]) {
-        let Some(category) = crate::stats::kappa::css_category(score) else {
+    fn record_tuple(&mut self, judge: u32, category: Option<usize>, parts: [&str; 4]) {
+        let Some(category) = category else {
             return;
         };
         if judge >= JUDGES_PACKED {
@@ -417,16 +591,17 @@ impl Accumulated {
             reordered[interventions[old] as usize] = family;
         }
         self.intervention_family = reordered;
+        let renumber = |key: SeriesKey| SeriesKey {
+            subject: subjects[key.subject as usize],
+            mode: modes[key.mode as usize],
+            judge: judges[key.judge as usize],
+            quantity: key.quantity,
+            intervention: interventions[key.intervention as usize],
+        };
         self.sums = std::mem::take(&mut self.sums)
             .into_iter()
             .map(|(key, cells)| {
-                let key = SeriesKey {
-                    subject: subjects[key.subject as usize],
-                    mode: modes[key.mode as usize],
-                    judge: judges[key.judge as usize],
-                    quantity: key.quantity,
-                    intervention: interventions[key.intervention as usize],
-                };
+                let key = renumber(key);
                 let cells = cells
                     .into_iter()
                     .map(|(case, cell)| (cases[case as usize], cell))
@@ -445,14 +620,27 @@ impl Accumulated {
             }
             *packed = new;
         }
-        for scores in self.labelled.values_mut() {
-            for (judge, _) in scores.iter_mut() {
-                *judge = judges[*judge as usize];
+        for verdicts in self.labelled.values_mut() {
+            for verdict in verdicts.iter_mut() {
+                verdict.judge = judges[verdict.judge as usize];
             }
         }
+        self.outcomes = std::mem::take(&mut self.outcomes)
+            .into_iter()
+            .map(|(key, outcomes)| {
+                let key = CellKey {
+                    subject: subjects[key.subject as usize],
+                    mode: modes[key.mode as usize],
+                    judge: judges[key.judge as usize],
+                    intervention: interventions[key.intervention as usize],
+                };
+                (key, outcomes)
+            })
+            .collect();
     }
 
-    /// CSS category pairs of two judges over the tuples both scored.
+    /// CSS category pairs of two judges over the tuples of the subjects
+    /// under test both scored (categories of [`crate::stats::kappa::css_kappa`]).
     pub fn judge_pairs(&self, a: u32, b: u32) -> Vec<(usize, usize)> {
         if a >= JUDGES_PACKED || b >= JUDGES_PACKED {
             return Vec::new();
@@ -468,5 +656,61 @@ impl Accumulated {
             .collect();
         pairs.sort_unstable();
         pairs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_put_incomplete_answers_first_then_errors_then_abstentions() {
+        let classify = Outcome::classify;
+        assert_eq!(
+            classify("ok", None, Some("updated_correct"), true),
+            Outcome::Decided
+        );
+        assert_eq!(classify("ok", None, Some(UNCERTAIN), false), Outcome::Uncertain);
+        // An abstention with a score, or no score without a label.
+        assert_eq!(classify("ok", None, Some(UNCERTAIN), true), Outcome::Uncertain);
+        assert_eq!(classify("ok", None, None, false), Outcome::Uncertain);
+        assert_eq!(classify("error", None, None, false), Outcome::JudgeError);
+        assert_eq!(
+            classify("error", None, Some(UNCERTAIN), false),
+            Outcome::Uncertain
+        );
+        // A cut-off or refused answer is never judged as complete.
+        assert_eq!(
+            classify("truncated", None, Some("ignored"), true),
+            Outcome::Truncated
+        );
+        assert_eq!(
+            classify("ok", Some("length"), Some("ignored"), true),
+            Outcome::Truncated
+        );
+        assert_eq!(
+            classify("ok", Some("max_tokens"), None, false),
+            Outcome::Truncated
+        );
+        assert_eq!(
+            classify("error", Some("content_filter"), None, false),
+            Outcome::Refused
+        );
+        assert_eq!(classify("refused", None, None, false), Outcome::Refused);
+        assert_eq!(
+            classify("ok", Some("stop"), Some("ignored"), true),
+            Outcome::Decided
+        );
+        let mut outcomes = Outcomes::default();
+        for outcome in [
+            Outcome::Decided,
+            Outcome::Uncertain,
+            Outcome::Uncertain,
+            Outcome::Refused,
+        ] {
+            outcomes.add(outcome);
+        }
+        assert_eq!(outcomes.count(Outcome::Uncertain), 2);
+        assert_eq!(outcomes.total(), 4);
     }
 }

@@ -1,9 +1,11 @@
 //! Imported human labels: per-family failure rates human vs judge, and κ.
 //!
 //! The file is CSV with a header and the columns `subject`, `mode`,
-//! `case_id`, `intervention` and `score` (0, 0.5 or 1); other columns are
-//! ignored. A tuple *fails* when its score is 0 (the recommendation ignored
-//! the edit).
+//! `case_id`, `intervention` and `score` (0, 0.5 or 1), and optionally
+//! `label` (`updated_wrong_direction` keeps a 0 apart from "ignored" in κ);
+//! other columns are ignored. A tuple *fails* when its score is 0 (the
+//! recommendation did not follow the edit). Labels of controls are not
+//! compared (agreement is measured on the subjects under test).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,13 +15,15 @@ use cfeval_schema::ScoreRow;
 use crate::accumulate::{Accumulated, TupleKey};
 use crate::error::{Error, Result};
 use crate::scores::kappa_rows;
-use crate::stats::kappa::css_category;
+use crate::stats::kappa::{css_category, css_label_category};
 
 /// One human label.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HumanLabel {
     pub key: TupleKey,
     pub score: f64,
+    /// The label column, when the file has one and the row fills it.
+    pub label: Option<String>,
 }
 
 /// Reads the human-label CSV.
@@ -49,6 +53,7 @@ pub fn read_labels(path: &Path) -> Result<Vec<HumanLabel>> {
         column("intervention")?,
         column("score")?,
     ];
+    let label = headers.iter().position(|header| header.trim() == "label");
     let mut labels = Vec::new();
     for (index, record) in reader.records().enumerate() {
         let row = index as u64 + 2;
@@ -63,6 +68,7 @@ pub fn read_labels(path: &Path) -> Result<Vec<HumanLabel>> {
         labels.push(HumanLabel {
             key: (field(subject), field(mode), field(case_id), field(intervention)),
             score: value,
+            label: label.map(field).filter(|label| !label.is_empty()),
         });
     }
     Ok(labels)
@@ -96,12 +102,13 @@ pub fn rows(run: &str, accumulated: &Accumulated, labels: &[HumanLabel]) -> Vec<
         let cell = failures.entry((None, family.clone())).or_default();
         cell.0 += human_failed;
         cell.1 += 1;
-        for &(judge, score) in judged {
-            let cell = failures.entry((Some(judge), family.clone())).or_default();
-            cell.0 += u64::from(score == 0.0);
+        let human = css_label_category(label.label.as_deref(), label.score);
+        for verdict in judged {
+            let cell = failures.entry((Some(verdict.judge), family.clone())).or_default();
+            cell.0 += u64::from(verdict.score == 0.0);
             cell.1 += 1;
-            if let (Some(human), Some(machine)) = (css_category(label.score), css_category(score)) {
-                pairs.entry(judge).or_default().push((human, machine));
+            if let (Some(human), Some(machine)) = (human, verdict.category) {
+                pairs.entry(verdict.judge).or_default().push((human, machine));
             }
         }
     }

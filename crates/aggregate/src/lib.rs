@@ -4,18 +4,54 @@
 //! [`run`] streams the run's `judgments` once ([`accumulate`]), keeping
 //! per-case sums of every series — one quantity (CSS, CMS, spurious shift,
 //! integration/access failure) of one (subject, mode, judge, intervention) —
-//! then bootstraps every estimate over one shared set of stratified resamples
+//! then bootstraps every estimate over one shared set of resamples
 //! ([`stats`]), derives the comparisons and agreement statistics
 //! ([`scores`], [`human`]) and writes them all as rows of the `scores` table.
 //!
+//! - **The bootstrap resamples cases**, jointly across families
+//!   ([`stats::Resampling::Cases`]): a replicate draws case ids once and
+//!   every family, intervention, subject, mode and judge — CMS as well as
+//!   CSS — uses that draw, so a case's tuples move together and every
+//!   comparison is paired. (The earlier per-family stratified design is
+//!   [`stats::Resampling::FamilyStrata`]; it ignores the correlation between
+//!   a case's families and its intervals of overall CSS under-cover: see
+//!   `BENCHMARKS.md`.)
 //! - CSS is over the CSS families (A–E) only; the spurious-shift rate on the
 //!   negative-control family N sits beside it and is never pooled into it.
-//! - Every estimate gets two rows, `ci_method = percentile` and `bca`.
-//! - Comparisons (`rank_cms`, `rank_css`, `rank_swap`, `spearman_cms_css`,
-//!   `spearman_cms_css_p`, `blind_spot`, `best_css`, `spearman_judges`,
-//!   `kappa`, `kappa_linear`, `kappa_quadratic`, `human_failure_rate`,
-//!   `judge_failure_rate`) are `level = comparison` (or `family`) rows of the
-//!   same table, so a notebook needs one table.
+//! - Only *decided* judgments enter an estimate: the judge's abstentions
+//!   (label `uncertain`, or no score), judge errors and the judgments of
+//!   truncated or refused answers are left out and counted.
+//! - Controls (subjects `control/…`, `is_control`) get their own estimates
+//!   but take no part in ranks, rank probabilities, Spearman ρ, κ or blind
+//!   spots.
+//! - Every bootstrap estimate gets two rows, `ci_method = percentile` and
+//!   `bca`.
+//!
+//! # Metrics
+//!
+//! | `metric` | `level` / `group` | value |
+//! | --- | --- | --- |
+//! | `css` | `overall`/`all`, `family`/A–E, `intervention`/id | mean CSS over decided tuples (tuple-weighted) |
+//! | `css_balanced` | `overall`/`all` | mean of the family means of CSS (each family weighs the same) |
+//! | `cms` | `overall`/`all` | mean CMS of the baseline answers |
+//! | `spurious_shift` | `family`/N, `intervention`/id | share of negative-control pairs that moved |
+//! | `integration_failure`, `access_failure` | `overall`, `family` | agents: decisive section read but not acted on / not read |
+//! | `delta_agent_minus_single_shot[_cms, _css_balanced, _spurious_shift]` | as the metric | paired difference agent − single-shot |
+//! | `uncertain`, `truncated`, `refused`, `judge_error` | `overall`/`all` (CSS families), `family`/any | count of judgments left out; `n_tuples` = all judgments of the cell |
+//! | `rank_cms`, `rank_css`, `rank_swap` | `comparison`/`all` | ranks among the subjects under test (1 = best), swap = CSS rank − CMS rank |
+//! | `rank_first_cms`, `rank_first_css` | `comparison`/`all` | P(the subject ranks first) over the resamples (ties share) |
+//! | `rank_swap_probability` | `comparison`, subject/`all` | P(the subject's CSS rank ≠ its CMS rank) |
+//! | `rank_swap_probability` | `comparison`, subject/other subject | P(CMS and CSS order the pair differently) |
+//! | `rank_swap_probability` | `comparison`, `all`/`all` | P(the CSS ranking differs from the CMS ranking) |
+//! | `spearman_cms_css` (+ `_p`) | `comparison`/`all` | Spearman ρ of CMS and CSS over the subjects under test, bootstrap interval; exact p |
+//! | `blind_spot` | `comparison`/family | 1 when every subject under test's upper CSS bound is below the threshold |
+//! | `best_css`, `css_upper_max` | `comparison`/family | best subject's CSS with its interval; the largest upper bound |
+//! | `blind_spot_judges`, `blind_spot_agreed` | `comparison`/family, judge `all` | judges flagging the family; 1 when at least two do |
+//! | `spearman_judges` (+ `_p`) | `comparison`/`all` | cross-judge ρ of CSS over the subjects under test |
+//! | `kappa`, `kappa_linear`, `kappa_quadratic` | `comparison`/`all` | Cohen's κ between raters on the CSS scale (0, ½, 1 ordered; wrong direction its own category) |
+//! | `human_failure_rate`, `judge_failure_rate` | `family` | share of CSS = 0 on the human-labelled tuples |
+//!
+//! Rank probabilities carry the number of usable resamples in `n_tuples`.
 
 pub mod accumulate;
 pub mod error;
@@ -40,8 +76,11 @@ pub struct Config {
     pub seed: u64,
     /// Confidence level of every interval (default 0.95).
     pub level: f64,
-    /// A family is a blind spot when every subject's CSS is below this.
+    /// A family is a blind spot when every subject under test's upper
+    /// interval bound of its CSS is below this.
     pub blind_spot_threshold: f64,
+    /// What a bootstrap replicate resamples (cases jointly across families).
+    pub resampling: stats::Resampling,
     /// The families CSS is computed over.
     pub css_families: Vec<String>,
     /// The negative-control family (spurious-shift rate).
@@ -59,6 +98,7 @@ impl Default for Config {
             seed: 0,
             level: 0.95,
             blind_spot_threshold: 0.2,
+            resampling: stats::Resampling::Cases,
             css_families: ["A", "B", "C", "D", "E"].map(String::from).to_vec(),
             control_family: "N".into(),
             human_labels: None,
@@ -94,6 +134,12 @@ pub struct Report {
     pub run: String,
     pub judgments: u64,
     pub judge_errors: u64,
+    /// Judgments where the judge abstained (left out of every estimate).
+    pub uncertain: u64,
+    /// Judgments of truncated answers (left out).
+    pub truncated: u64,
+    /// Judgments of refused answers (left out).
+    pub refused: u64,
     pub ignored: u64,
     pub estimates: usize,
     pub score_rows: usize,
@@ -140,7 +186,7 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
         });
     }
     let run = accumulated.run.clone().unwrap_or_default();
-    let layout = scores::layout(&accumulated)?;
+    let layout = scores::layout(&accumulated, config.resampling)?;
     let specs = scores::specs(
         &accumulated,
         &layout,
@@ -168,12 +214,16 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
             level: config.level,
         },
     ));
+    rows.extend(scores::outcome_rows(&run, &accumulated, &config.css_families));
     rows.extend(human::rows(&run, &accumulated, &labels));
     let report = Report {
         skipped: false,
         run,
         judgments: accumulated.rows,
         judge_errors: accumulated.judge_errors,
+        uncertain: accumulated.uncertain,
+        truncated: accumulated.truncated,
+        refused: accumulated.refused,
         ignored: accumulated.ignored,
         estimates: specs.len(),
         score_rows: rows.len(),

@@ -151,7 +151,8 @@ pub fn read(run_dir: &Path) -> Result<RunData> {
             |row| {
                 let info = judges.entry(row.judge).or_default();
                 info.judgments += 1;
-                info.errors += u64::from(row.status != "ok");
+                // A truncated or refused answer is not the judge's error.
+                info.errors += u64::from(row.status == "error");
                 if !info.prompt_hashes.contains(&row.prompt_hash) {
                     info.prompt_hashes.insert(row.prompt_hash);
                 }

@@ -10,10 +10,15 @@
 //!   CMS → CSS, a family × subject CSS heatmap with the spurious-shift rate
 //!   on family N beside it, a forest plot of CSS intervals (overall and per
 //!   family), CSS against the spurious-shift rate (responsive and stable is
-//!   the top-left corner), Spearman ρ and the rank-swap table; then the blind
-//!   spots, agreement (cross-judge ρ, Cohen's κ, humans against judges),
-//!   agent − single-shot deltas and provenance. Controls are marked as
-//!   controls wherever a subject is listed.
+//!   the top-left corner), Spearman ρ, the rank-swap table with the
+//!   probabilities of a rank swap and of ranking first (from the paired
+//!   resamples) and the pairwise swap probabilities, tuple-weighted and
+//!   family-balanced CSS, and the pairs left out (judge uncertain, answer
+//!   truncated or refused) per family; then the blind spots (with how many
+//!   judges agree), agreement (cross-judge ρ, Cohen's κ, humans against
+//!   judges), agent − single-shot deltas and provenance. Controls are marked
+//!   as controls wherever a subject is listed, and take no part in ranks or
+//!   blind spots.
 //! - `report.md`: the same tables as Markdown pipe tables, the blind spots
 //!   and the provenance.
 //!
@@ -68,8 +73,11 @@ pub struct AggregateSettings {
     pub seed: u64,
     /// Confidence level of the intervals (0.95).
     pub level: f64,
-    /// A family is a blind spot when every subject's CSS is below this.
+    /// A family is a blind spot when every subject under test's upper
+    /// interval bound of its CSS is below this.
     pub blind_spot_threshold: f64,
+    /// What a bootstrap replicate resamples.
+    pub resampling: cfeval_aggregate::stats::Resampling,
 }
 
 impl From<&cfeval_aggregate::Config> for AggregateSettings {
@@ -79,6 +87,7 @@ impl From<&cfeval_aggregate::Config> for AggregateSettings {
             seed: config.seed,
             level: config.level,
             blind_spot_threshold: config.blind_spot_threshold,
+            resampling: config.resampling,
         }
     }
 }

@@ -279,7 +279,9 @@ pub struct ScoreRow {
     pub is_control: bool,
     pub mode: String,
     pub judge: String,
-    /// `css`, `cms`, `spurious_shift`, `rank_css`, `spearman_cms_css`, …
+    /// `css`, `css_balanced`, `cms`, `spurious_shift`, `uncertain`,
+    /// `rank_css`, `rank_swap_probability`, `spearman_cms_css`, … (every
+    /// metric is listed in `cfeval-aggregate`'s crate docs).
     pub metric: String,
     /// `overall`, `family`, `intervention`, `comparison`.
     pub level: String,

@@ -1,19 +1,23 @@
-//! The stratified paired bootstrap.
+//! The paired bootstrap over resampling units.
 //!
-//! Resampling units (cases) live in strata (families). A *series* is one
-//! quantity's per-unit sums — numerator (sum of scores) and denominator
-//! (number of scored tuples) for each case of its stratum — computed once
-//! from the judgments. One replicate draws, in every stratum, as many unit
-//! indices as the stratum has units, with replacement, and adds the drawn
-//! units' sums; every series sees the same draws, so estimates of different
-//! subjects and modes are paired. A [`Statistic`] is a ratio of summed series
-//! (a mean over tuples), or the difference of two such ratios (a paired delta).
+//! Resampling units (cases) live in strata. A *series* is one quantity's
+//! per-unit sums — numerator (sum of scores) and denominator (number of scored
+//! tuples) for each case of its stratum — computed once from the judgments.
+//! One replicate draws, in every stratum, as many unit indices as the stratum
+//! has units, with replacement, and adds the drawn units' sums; every series
+//! of a stratum sees the same draws, so estimates of different subjects,
+//! modes and judges are paired. [`super::clusters`] lays the judgments out as
+//! one stratum of cases (the default: a case's tuples in every family move
+//! together) or as one stratum per family (the earlier, stratified design).
+//! A [`Statistic`] is a weighted sum of ratios of summed series: a mean over
+//! tuples, a mean of family means, or the paired difference of two such.
 //!
 //! Replicate `b` uses the random stream `(seed, b)`, so the result is the same
 //! for the same seed however rayon splits the work. Intervals are the
 //! percentile interval and the BCa interval (bias correction from the share of
-//! replicates below the estimate, acceleration from the stratified jackknife,
-//! as in Efron & Tibshirani and `scipy.stats.bootstrap`).
+//! replicates below the estimate, acceleration from the jackknife that leaves
+//! one unit of one stratum out, as in Efron & Tibshirani and
+//! `scipy.stats.bootstrap`).
 
 use rayon::prelude::*;
 
@@ -51,27 +55,53 @@ struct StratumBlock {
     rows: Vec<f64>,
 }
 
-/// A statistic: `ratio(plus) − ratio(minus)`, where `ratio(S)` is the sum of
-/// the numerators of the series in `S` over the sum of their denominators;
-/// an empty `minus` means a plain ratio.
+/// One term of a [`Statistic`]: `weight · ratio(series)`, where
+/// `ratio(S)` is the sum of the numerators of the series in `S` over the sum
+/// of their denominators.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Term {
+    pub weight: f64,
+    pub series: Vec<usize>,
+}
+
+/// A statistic: `Σ weight · ratio(series)` over its terms (undefined when
+/// any ratio has a zero denominator). A plain ratio is one term of weight 1
+/// (the mean over tuples); the mean of family means has one term per family
+/// of weight 1/k; a paired delta subtracts one statistic's terms.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Statistic {
-    pub plus: Vec<usize>,
-    pub minus: Vec<usize>,
+    pub terms: Vec<Term>,
 }
 
 impl Statistic {
-    /// A plain ratio over `series`.
+    /// A plain ratio over `series` (the mean over their tuples).
     pub fn ratio(series: Vec<usize>) -> Self {
         Self {
-            plus: series,
-            minus: Vec::new(),
+            terms: vec![Term { weight: 1.0, series }],
         }
     }
 
-    /// The paired difference `ratio(plus) − ratio(minus)`.
-    pub fn difference(plus: Vec<usize>, minus: Vec<usize>) -> Self {
-        Self { plus, minus }
+    /// The unweighted mean of the ratios of `groups` (e.g. of family means).
+    pub fn mean_of_ratios(groups: Vec<Vec<usize>>) -> Self {
+        let weight = 1.0 / groups.len().max(1) as f64;
+        Self {
+            terms: groups.into_iter().map(|series| Term { weight, series }).collect(),
+        }
+    }
+
+    /// The paired difference `plus − minus`.
+    pub fn difference(plus: &Statistic, minus: &Statistic) -> Self {
+        let mut terms = plus.terms.clone();
+        terms.extend(minus.terms.iter().map(|term| Term {
+            weight: -term.weight,
+            series: term.series.clone(),
+        }));
+        Self { terms }
+    }
+
+    /// Every series the statistic reads (with repeats across terms).
+    pub fn series(&self) -> impl Iterator<Item = usize> + '_ {
+        self.terms.iter().flat_map(|term| term.series.iter().copied())
     }
 }
 
@@ -199,7 +229,9 @@ impl Design {
     }
 
     /// One replicate's totals: every stratum resampled with replacement.
-    fn resample_into(&self, rng: &mut Rng, totals: &mut [f64]) {
+    /// The draws are counted first (`counts`, one slot per unit of the
+    /// stratum), then each drawn unit's sums are added once, times its count.
+    fn resample_into(&self, rng: &mut Rng, counts: &mut Vec<u32>, totals: &mut [f64]) {
         totals.fill(0.0);
         for block in &self.strata {
             if block.units == 0 {
@@ -207,12 +239,42 @@ impl Design {
             }
             let stride = 2 * block.width;
             let units = u32::try_from(block.units).unwrap_or(u32::MAX);
-            let target = &mut totals[2 * block.offset..2 * block.offset + stride];
+            counts.clear();
+            counts.resize(block.units, 0);
             for _ in 0..block.units {
-                let unit = rng.below(units) as usize;
-                add_into(target, &block.rows[unit * stride..(unit + 1) * stride]);
+                counts[rng.below(units) as usize] += 1;
+            }
+            if stride == 0 {
+                continue;
+            }
+            let target = &mut totals[2 * block.offset..2 * block.offset + stride];
+            for (unit, &count) in counts.iter().enumerate() {
+                if count > 0 {
+                    add_scaled(
+                        target,
+                        &block.rows[unit * stride..(unit + 1) * stride],
+                        f64::from(count),
+                    );
+                }
             }
         }
+    }
+
+    /// Number of units in stratum `stratum`.
+    pub fn units(&self, stratum: usize) -> Option<usize> {
+        self.strata.get(stratum).map(|block| block.units)
+    }
+
+    /// Number of strata.
+    pub fn strata(&self) -> usize {
+        self.strata.len()
+    }
+}
+
+#[inline]
+fn add_scaled(target: &mut [f64], row: &[f64], scale: f64) {
+    for (sum, value) in target.iter_mut().zip(row) {
+        *sum += scale * value;
     }
 }
 
@@ -223,50 +285,63 @@ fn add_into(target: &mut [f64], row: &[f64]) {
     }
 }
 
-/// Resolved accumulator slots of a statistic.
+/// Resolved accumulator slots of a statistic's terms.
 struct Compiled {
-    plus: Vec<usize>,
-    minus: Vec<usize>,
+    terms: Vec<(f64, Vec<usize>)>,
 }
 
 impl Compiled {
     fn new(design: &Design, statistic: &Statistic) -> Result<Self> {
-        let resolve = |series: &[usize]| -> Result<Vec<usize>> {
-            series
-                .iter()
-                .map(|&index| {
-                    if index < design.series() {
-                        Ok(design.slot(index))
-                    } else {
-                        Err(Error::Design(format!(
-                            "statistic names series {index} of {}",
-                            design.series()
-                        )))
-                    }
-                })
-                .collect()
-        };
-        if statistic.plus.is_empty() {
+        if statistic.terms.is_empty() || statistic.terms.iter().any(|term| term.series.is_empty()) {
             return Err(Error::Design("statistic with no series".into()));
         }
-        Ok(Self {
-            plus: resolve(&statistic.plus)?,
-            minus: resolve(&statistic.minus)?,
-        })
+        let terms = statistic
+            .terms
+            .iter()
+            .map(|term| {
+                let slots = term
+                    .series
+                    .iter()
+                    .map(|&index| {
+                        if index < design.series() {
+                            Ok(design.slot(index))
+                        } else {
+                            Err(Error::Design(format!(
+                                "statistic names series {index} of {}",
+                                design.series()
+                            )))
+                        }
+                    })
+                    .collect::<Result<Vec<usize>>>()?;
+                Ok((term.weight, slots))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self { terms })
     }
 
     fn evaluate(&self, totals: &[f64]) -> f64 {
-        let ratio = |slots: &[usize]| {
+        self.evaluate_with(|slot| totals[slot])
+    }
+
+    /// The value when accumulator slot `s` holds `total(s)`.
+    fn evaluate_with(&self, total: impl Fn(usize) -> f64) -> f64 {
+        let mut value = 0.0;
+        for (weight, slots) in &self.terms {
             let (num, den) = slots.iter().fold((0.0, 0.0), |(num, den), &slot| {
-                (num + totals[slot], den + totals[slot + 1])
+                (num + total(slot), den + total(slot + 1))
             });
-            if den > 0.0 { num / den } else { f64::NAN }
-        };
-        if self.minus.is_empty() {
-            ratio(&self.plus)
-        } else {
-            ratio(&self.plus) - ratio(&self.minus)
+            if den <= 0.0 {
+                return f64::NAN;
+            }
+            value += weight * (num / den);
         }
+        value
+    }
+
+    fn touches(&self, range: std::ops::Range<usize>) -> bool {
+        self.terms
+            .iter()
+            .any(|(_, slots)| slots.iter().any(|slot| range.contains(slot)))
     }
 }
 
@@ -299,10 +374,11 @@ pub fn bootstrap(design: &Design, statistics: &[Statistic], options: &Options) -
             .enumerate()
             .for_each(|(chunk, out)| {
                 let mut scratch = vec![0.0; design.accumulator_len()];
+                let mut counts = Vec::new();
                 for (offset, row) in out.chunks_exact_mut(width).enumerate() {
                     let replicate = (chunk * CHUNK + offset) as u64;
                     let mut rng = Rng::new(options.seed, replicate);
-                    design.resample_into(&mut rng, &mut scratch);
+                    design.resample_into(&mut rng, &mut counts, &mut scratch);
                     for (slot, statistic) in row.iter_mut().zip(&compiled) {
                         *slot = statistic.evaluate(&scratch);
                     }
@@ -347,19 +423,20 @@ fn jackknife(design: &Design, statistic: &Compiled, totals: &[f64]) -> Vec<Vec<f
     for block in &design.strata {
         let start = 2 * block.offset;
         let end = start + 2 * block.width;
-        let touches = |slots: &[usize]| slots.iter().any(|&slot| (start..end).contains(&slot));
-        if block.units == 0 || !(touches(&statistic.plus) || touches(&statistic.minus)) {
+        if block.units == 0 || !statistic.touches(start..end) {
             continue;
         }
         let stride = 2 * block.width;
-        let mut reduced = totals.to_vec();
         let values = (0..block.units)
             .map(|unit| {
                 let row = &block.rows[unit * stride..(unit + 1) * stride];
-                for (index, value) in row.iter().enumerate() {
-                    reduced[start + index] = totals[start + index] - value;
-                }
-                statistic.evaluate(&reduced)
+                statistic.evaluate_with(|slot| {
+                    if (start..end).contains(&slot) {
+                        totals[slot] - row[slot - start]
+                    } else {
+                        totals[slot]
+                    }
+                })
             })
             .collect();
         out.push(values);
@@ -506,7 +583,10 @@ mod tests {
         .expect("design");
         let result = bootstrap(
             &design,
-            &[Statistic::difference(vec![0], vec![1])],
+            &[Statistic::difference(
+                &Statistic::ratio(vec![0]),
+                &Statistic::ratio(vec![1]),
+            )],
             &Options::default(),
         )
         .expect("bootstrap");
@@ -548,5 +628,96 @@ mod tests {
         let (low, high) = bca_interval(0.0, &sorted, &jackknife, 0.95).expect("bca");
         let (p_low, p_high) = percentile_interval(&sorted, 0.95).expect("percentile");
         assert!((low - p_low).abs() < 1e-6 && (high - p_high).abs() < 1e-6);
+    }
+
+    /// Two families scored on the same two cases: case 0 updates in both,
+    /// case 1 in neither.
+    fn two_families(joint: bool) -> Design {
+        let (strata, second): (&[usize], usize) = if joint { (&[2], 0) } else { (&[2, 2], 1) };
+        Design::new(
+            strata,
+            &[
+                Series {
+                    stratum: 0,
+                    num: vec![1.0, 0.0],
+                    den: vec![1.0, 1.0],
+                },
+                Series {
+                    stratum: second,
+                    num: vec![1.0, 0.0],
+                    den: vec![1.0, 1.0],
+                },
+            ],
+        )
+        .expect("design")
+    }
+
+    #[test]
+    fn one_stratum_of_cases_moves_a_case_in_every_family_together() {
+        let delta = [Statistic::difference(
+            &Statistic::ratio(vec![0]),
+            &Statistic::ratio(vec![1]),
+        )];
+        let options = Options {
+            resamples: 2_000,
+            seed: 3,
+            level: 0.95,
+        };
+        let joint = bootstrap(&two_families(true), &delta, &options).expect("bootstrap");
+        assert!(joint.replicates.iter().all(|&value| value == 0.0));
+        let stratified = bootstrap(&two_families(false), &delta, &options).expect("bootstrap");
+        assert!(stratified.replicates.iter().any(|&value| value != 0.0));
+    }
+
+    #[test]
+    fn two_cases_resample_to_the_hand_computed_distribution() {
+        // Overall mean of the two families: 1 (case 0 twice), 0 (case 1
+        // twice) or 1/2, with probabilities 1/4, 1/4 and 1/2.
+        let result = bootstrap(
+            &two_families(true),
+            &[Statistic::ratio(vec![0, 1])],
+            &Options {
+                resamples: 8_000,
+                seed: 9,
+                level: 0.95,
+            },
+        )
+        .expect("bootstrap");
+        let share =
+            |target: f64| result.replicates.iter().filter(|&&value| value == target).count() as f64 / 8_000.0;
+        assert!((share(1.0) - 0.25).abs() < 0.02, "{}", share(1.0));
+        assert!((share(0.0) - 0.25).abs() < 0.02, "{}", share(0.0));
+        assert!((share(0.5) - 0.5).abs() < 0.02, "{}", share(0.5));
+        assert!((share(1.0) + share(0.0) + share(0.5) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn mean_of_ratios_weights_each_group_equally() {
+        // Family 0: 3 tuples, mean 1; family 1: 1 tuple, mean 0.
+        let design = Design::new(
+            &[1],
+            &[
+                Series {
+                    stratum: 0,
+                    num: vec![3.0],
+                    den: vec![3.0],
+                },
+                Series {
+                    stratum: 0,
+                    num: vec![0.0],
+                    den: vec![1.0],
+                },
+            ],
+        )
+        .expect("design");
+        let statistics = [
+            Statistic::ratio(vec![0, 1]),
+            Statistic::mean_of_ratios(vec![vec![0], vec![1]]),
+        ];
+        let result = bootstrap(&design, &statistics, &Options::default()).expect("bootstrap");
+        assert!((result.estimates[0].value - 0.75).abs() < 1e-12);
+        assert!((result.estimates[1].value - 0.5).abs() < 1e-12);
+        let empty = Statistic::mean_of_ratios(vec![vec![0], Vec::new()]);
+        assert!(bootstrap(&design, &[empty], &Options::default()).is_err());
     }
 }

@@ -1,14 +1,20 @@
-//! The statistics behind the scores: the seeded stratified paired bootstrap
-//! with percentile and BCa intervals, Spearman's ρ with an exact permutation
-//! p-value, and Cohen's κ (unweighted, linear, quadratic).
+//! The statistics behind the scores: the seeded paired bootstrap over cases
+//! (jointly across families, [`clusters`]) with percentile and BCa
+//! intervals, rank probabilities from the same resamples ([`rank`]),
+//! Spearman's ρ with an exact permutation p-value, and Cohen's κ (unweighted,
+//! linear, quadratic; the CSS scale plus a nominal wrong-direction category).
 
 pub mod bootstrap;
+pub mod clusters;
 pub mod kappa;
 pub mod normal;
 pub mod rank;
 pub mod rng;
 
-pub use bootstrap::{BootstrapResult, Design, Estimate, Options, Series, Statistic, bootstrap};
-pub use kappa::{Weights, cohen_kappa};
-pub use rank::{average_ranks, descending_ranks, spearman, spearman_exact};
+pub use bootstrap::{BootstrapResult, Design, Estimate, Options, Series, Statistic, Term, bootstrap};
+pub use clusters::{Cells, Clustered, Resampling};
+pub use kappa::{Weights, cohen_kappa, css_kappa};
+pub use rank::{
+    RankProbabilities, average_ranks, descending_ranks, rank_probabilities, spearman, spearman_exact,
+};
 pub use rng::Rng;

@@ -1,4 +1,5 @@
-//! Ranks and Spearman's ρ with an exact permutation p-value.
+//! Ranks, Spearman's ρ with an exact permutation p-value, and rank
+//! probabilities over bootstrap replicates (rank swaps, ranking first).
 
 /// Largest n for which the exact p-value enumerates all n! permutations.
 pub const EXACT_MAX_N: usize = 10;
@@ -103,6 +104,101 @@ pub fn spearman_exact(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
     Some((rho, p))
 }
 
+/// How often, over bootstrap replicates, subjects rank first and the
+/// ranking under one metric (CMS) disagrees with the ranking under another
+/// (CSS). Subjects are in the caller's order; higher values rank first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankProbabilities {
+    /// Replicates where every value was defined (the denominator).
+    pub replicates: usize,
+    /// P(subject ranks first) under the first metric; a tie for first
+    /// shares the replicate equally, so the column sums to 1.
+    pub first_first: Vec<f64>,
+    /// P(subject ranks first) under the second metric.
+    pub first_second: Vec<f64>,
+    /// P(the subject's rank under the second metric differs from its rank
+    /// under the first).
+    pub subject_swap: Vec<f64>,
+    /// `pair_swap[i][j]` (i < j): P(the two metrics order i and j
+    /// differently: one strictly above under the first, strictly below under
+    /// the second).
+    pub pair_swap: Vec<Vec<f64>>,
+    /// P(at least one pair is ordered differently: the rankings differ).
+    pub any_swap: f64,
+}
+
+/// Rank probabilities over `replicates`, each the values of every subject
+/// under the two metrics. Replicates with a non-finite value are skipped;
+/// `None` with fewer than two subjects or no usable replicate.
+pub fn rank_probabilities<I>(subjects: usize, replicates: I) -> Option<RankProbabilities>
+where
+    I: IntoIterator<Item = (Vec<f64>, Vec<f64>)>,
+{
+    if subjects < 2 {
+        return None;
+    }
+    let mut used = 0usize;
+    let mut first_first = vec![0.0; subjects];
+    let mut first_second = vec![0.0; subjects];
+    let mut subject_swap = vec![0.0; subjects];
+    let mut pair_swap = vec![vec![0.0; subjects]; subjects];
+    let mut any_swap = 0.0;
+    let share_first = |values: &[f64], into: &mut [f64]| {
+        let best = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let tied = values.iter().filter(|&&value| value == best).count() as f64;
+        for (slot, &value) in into.iter_mut().zip(values) {
+            if value == best {
+                *slot += 1.0 / tied;
+            }
+        }
+    };
+    for (first, second) in replicates {
+        if first.len() != subjects
+            || second.len() != subjects
+            || first.iter().chain(&second).any(|value| !value.is_finite())
+        {
+            continue;
+        }
+        used += 1;
+        share_first(&first, &mut first_first);
+        share_first(&second, &mut first_second);
+        let rank_first = descending_ranks(&first);
+        let rank_second = descending_ranks(&second);
+        for subject in 0..subjects {
+            if rank_first[subject] != rank_second[subject] {
+                subject_swap[subject] += 1.0;
+            }
+        }
+        let mut any = false;
+        for i in 0..subjects {
+            for j in i + 1..subjects {
+                if (first[i] - first[j]) * (second[i] - second[j]) < 0.0 {
+                    pair_swap[i][j] += 1.0;
+                    any = true;
+                }
+            }
+        }
+        any_swap += f64::from(u8::from(any));
+    }
+    if used == 0 {
+        return None;
+    }
+    let total = used as f64;
+    let scale = |values: &mut Vec<f64>| values.iter_mut().for_each(|value| *value /= total);
+    scale(&mut first_first);
+    scale(&mut first_second);
+    scale(&mut subject_swap);
+    pair_swap.iter_mut().for_each(scale);
+    Some(RankProbabilities {
+        replicates: used,
+        first_first,
+        first_second,
+        subject_swap,
+        pair_swap,
+        any_swap: any_swap / total,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +230,34 @@ mod tests {
         let eleven: Vec<f64> = (0..11).map(f64::from).collect();
         assert_eq!(spearman_exact(&eleven, &eleven), None);
         assert!(spearman(&eleven, &eleven).is_some());
+    }
+
+    #[test]
+    fn rank_probabilities_count_replicates_by_hand() {
+        // Three subjects; CMS order a > b > c in every replicate. CSS:
+        // replicate 1 the same order, replicate 2 b > a > c (a–b swap),
+        // replicate 3 a = b > c (a tie for first), replicate 4 undefined.
+        let cms = vec![0.9, 0.5, 0.1];
+        let replicates = vec![
+            (cms.clone(), vec![0.6, 0.4, 0.2]),
+            (cms.clone(), vec![0.4, 0.6, 0.2]),
+            (cms.clone(), vec![0.5, 0.5, 0.2]),
+            (cms.clone(), vec![f64::NAN, 0.5, 0.2]),
+        ];
+        let p = rank_probabilities(3, replicates).expect("probabilities");
+        assert_eq!(p.replicates, 3);
+        assert_eq!(p.first_first, vec![1.0, 0.0, 0.0]);
+        let expected_first = [(1.0 + 0.5) / 3.0, (1.0 + 0.5) / 3.0, 0.0];
+        for (actual, expected) in p.first_second.iter().zip(expected_first) {
+            assert!((actual - expected).abs() < 1e-12);
+        }
+        // a's rank differs in replicates 2 (2 vs 1) and 3 (1.5 vs 1).
+        assert!((p.subject_swap[0] - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(p.subject_swap[2], 0.0);
+        // A tie is not a swap: only replicate 2 orders a and b differently.
+        assert!((p.pair_swap[0][1] - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(p.pair_swap[0][2], 0.0);
+        assert!((p.any_swap - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(rank_probabilities(1, vec![(vec![1.0], vec![1.0])]), None);
     }
 }

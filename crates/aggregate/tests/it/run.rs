@@ -1,6 +1,9 @@
 //! `run` end to end on a synthetic run: estimates equal direct computations,
-//! CSS excludes family N, comparisons and agreement rows are there, human
-//! labels are compared, reruns replace and are reproducible.
+//! CSS excludes family N and undecided or incomplete judgments (counted),
+//! the family-balanced CSS is the mean of the family means, comparisons
+//! (ranks, rank probabilities, blind spots agreed across judges) leave the
+//! controls out, agreement rows are there, human labels are compared, reruns
+//! replace and are reproducible.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -153,10 +156,118 @@ fn estimates_equal_direct_means_and_css_excludes_family_n() {
 }
 
 #[test]
-fn comparisons_and_agreement_rows() {
+fn family_balanced_css_is_the_mean_of_the_family_means() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_judgments(&small_shape(), dir.path()).expect("write");
     run(&config(), dir.path()).expect("aggregate");
+    let rows = read_scores(dir.path());
+    for subject in ["xai/grok-4", "control/reference"] {
+        let families: Vec<f64> = ["A", "B", "C", "D", "E"]
+            .iter()
+            .map(|family| find(&rows, subject, "agent", "rule", "css", family)[0].value)
+            .collect();
+        let balanced = find(&rows, subject, "agent", "rule", "css_balanced", "all");
+        assert_eq!(balanced.len(), 2, "percentile and bca");
+        let mean = families.iter().sum::<f64>() / 5.0;
+        assert!((balanced[0].value - mean).abs() < 1e-12, "{subject}");
+        let (low, high) = (
+            balanced[0].ci_low.expect("low"),
+            balanced[0].ci_high.expect("high"),
+        );
+        assert!(
+            low <= mean && mean <= high,
+            "{subject}: {mean} not in [{low}, {high}]"
+        );
+        assert_eq!(
+            balanced[0].n_tuples,
+            find(&rows, subject, "agent", "rule", "css", "all")[0].n_tuples
+        );
+    }
+    // Family A has three interventions, B one: the tuple-weighted CSS leans
+    // to A, the balanced one does not.
+    let css = find(&rows, "xai/grok-4", "agent", "rule", "css", "all")[0].value;
+    let balanced = find(&rows, "xai/grok-4", "agent", "rule", "css_balanced", "all")[0].value;
+    assert!((css - balanced).abs() > 1e-6);
+    let delta = find(
+        &rows,
+        "xai/grok-4",
+        "agent-single_shot",
+        "rule",
+        "delta_agent_minus_single_shot_css_balanced",
+        "all",
+    );
+    let single = find(&rows, "xai/grok-4", "single_shot", "rule", "css_balanced", "all")[0].value;
+    assert!((delta[0].value - (balanced - single)).abs() < 1e-12);
+}
+
+#[test]
+fn uncertain_and_truncated_judgments_are_left_out_and_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut shape = small_shape();
+    shape.abstain = 0.1;
+    shape.truncated = 0.05;
+    write_judgments(&shape, dir.path()).expect("write");
+    let report = run(&config(), dir.path()).expect("aggregate");
+    let rows = read_scores(dir.path());
+    // Direct counts and CSS over the decided judgments of one cell.
+    let cell = |row: &cfeval_schema::JudgmentRow| {
+        row.subject == "xai/grok-4" && row.mode == "agent" && row.judge == "rule" && row.metric == "css"
+    };
+    let judged: Vec<cfeval_schema::JudgmentRow> = shape.rows().filter(cell).collect();
+    let in_css = |row: &&cfeval_schema::JudgmentRow| row.family != "N";
+    let uncertain = judged
+        .iter()
+        .filter(in_css)
+        .filter(|row| row.label.as_deref() == Some("uncertain"))
+        .count();
+    let truncated = judged
+        .iter()
+        .filter(in_css)
+        .filter(|row| row.status == "truncated")
+        .count();
+    assert!(uncertain > 0 && truncated > 0);
+    let decided: Vec<f64> = judged.iter().filter(in_css).filter_map(|row| row.score).collect();
+    let count = |metric: &str| find(&rows, "xai/grok-4", "agent", "rule", metric, "all");
+    assert_eq!(count("uncertain")[0].value, uncertain as f64);
+    assert_eq!(count("truncated")[0].value, truncated as f64);
+    assert_eq!(count("refused")[0].value, 0.0);
+    assert_eq!(
+        count("uncertain")[0].n_tuples,
+        judged.iter().filter(in_css).count() as u64
+    );
+    let css = &count("css")[0];
+    assert_eq!(css.n_tuples, decided.len() as u64);
+    assert!((css.value - decided.iter().sum::<f64>() / decided.len() as f64).abs() < 1e-12);
+    // Per family, the control family included.
+    let family_d: usize = judged
+        .iter()
+        .filter(|row| row.family == "D" && row.label.as_deref() == Some("uncertain"))
+        .count();
+    assert_eq!(
+        find(&rows, "xai/grok-4", "agent", "rule", "uncertain", "D")[0].value,
+        family_d as f64
+    );
+    assert_eq!(
+        find(&rows, "xai/grok-4", "agent", "rule", "truncated", "N").len(),
+        1
+    );
+    assert!(report.uncertain > 0 && report.truncated > 0 && report.refused == 0);
+    assert_eq!(report.judge_errors, 0);
+}
+
+#[test]
+fn comparisons_and_agreement_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Judges that agree closely, and a threshold that 40 cases can show the
+    // best subject's family-D CSS (about 0.1 to 0.15) to be below.
+    let mut shape = small_shape();
+    shape.judge_agreement = 0.97;
+    write_judgments(&shape, dir.path()).expect("write");
+    let config = Config {
+        blind_spot_threshold: 0.25,
+        ..config()
+    };
+    run(&config, dir.path()).expect("aggregate");
     let rows = read_scores(dir.path());
     // Ranks over the four subjects under test (controls excluded).
     let ranks: Vec<&ScoreRow> = rows
@@ -181,13 +292,70 @@ fn comparisons_and_agreement_rows() {
     assert!((-1.0..=1.0).contains(&rho[0].value) && rho[0].ci_low.is_some());
     let p = find(&rows, "all", "single_shot", "rule", "spearman_cms_css_p", "all");
     assert!(p[0].value > 0.0 && p[0].value <= 1.0);
-    // Family D is the synthetic blind spot (every subject ≤ 0.2 updates).
+    assert_eq!(rho[0].n_tuples, 4, "controls take no part in ρ");
+    // Rank probabilities from the same resamples, over the subjects under test.
+    let first: Vec<&ScoreRow> = rows
+        .iter()
+        .filter(|row| row.metric == "rank_first_css" && row.mode == "single_shot" && row.judge == "rule")
+        .collect();
+    assert_eq!(first.len(), 4);
+    assert!(first.iter().all(|row| !row.subject.starts_with("control/")));
+    assert!((first.iter().map(|row| row.value).sum::<f64>() - 1.0).abs() < 1e-9);
+    assert_eq!(first[0].n_tuples, 400, "every resample usable");
+    let grok_first = first
+        .iter()
+        .find(|row| row.subject == "xai/grok-4")
+        .expect("grok");
+    assert!(grok_first.value > 0.5, "{}", grok_first.value);
+    let swap = |subject: &str, group: &str| {
+        find(
+            &rows,
+            subject,
+            "single_shot",
+            "rule",
+            "rank_swap_probability",
+            group,
+        )
+    };
+    assert_eq!(swap("all", "all").len(), 1);
+    // Pairs once each (6 of 4 subjects), per subject, and overall.
+    let pairs = rows
+        .iter()
+        .filter(|row| {
+            row.metric == "rank_swap_probability"
+                && row.mode == "single_shot"
+                && row.judge == "rule"
+                && row.subject != "all"
+                && row.group != "all"
+        })
+        .count();
+    assert_eq!(pairs, 6);
+    let any = swap("all", "all")[0].value;
+    let pair = swap("embedded/smollm2-135m", "xai/grok-4");
+    assert_eq!(pair.len(), 1);
+    assert!((0.0..=any).contains(&pair[0].value));
+    // Family D is the synthetic blind spot: every subject's upper bound is
+    // below the threshold; both judges say so, so it is agreed.
     let blind = |family: &str| find(&rows, "all", "single_shot", "rule", "blind_spot", family)[0].value;
     assert_eq!(blind("D"), 1.0);
     assert_eq!(blind("A"), 0.0);
+    let upper = find(&rows, "all", "single_shot", "rule", "css_upper_max", "D")[0].value;
+    assert!(upper < 0.25, "{upper}");
+    let best = find(&rows, "all", "single_shot", "rule", "best_css", "D")[0];
+    assert!(best.ci_high.expect("interval") <= upper);
+    let agreed =
+        |family: &str| find(&rows, "all", "single_shot", "all", "blind_spot_agreed", family)[0].value;
+    assert_eq!(agreed("D"), 1.0);
+    assert_eq!(agreed("A"), 0.0);
+    assert_eq!(
+        find(&rows, "all", "single_shot", "all", "blind_spot_judges", "D")[0].value,
+        2.0
+    );
     // Two judges (named in sorted order): κ over tuples, ρ over subjects.
     let kappa = find(&rows, "all", "all", "openai/gpt-5.4 vs rule", "kappa", "all");
     assert_eq!(kappa.len(), 1);
+    // Over the tuples of the four subjects under test only.
+    assert_eq!(kappa[0].n_tuples, 4 * 2 * 40 * 10);
     assert!(kappa[0].value > 0.5 && kappa[0].value < 1.0, "{}", kappa[0].value);
     assert!(
         !find(
@@ -288,4 +456,36 @@ fn missing_judgments_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let error = run(&config(), dir.path()).expect_err("no judgments");
     assert!(error.to_string().contains("no judgments"), "{error}");
+}
+
+#[test]
+fn one_judge_never_agrees_on_a_blind_spot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_judgments(&Shape::standard(40, 1, 1), dir.path()).expect("write");
+    run(&config(), dir.path()).expect("aggregate");
+    let rows = read_scores(dir.path());
+    assert_eq!(
+        find(&rows, "all", "single_shot", "rule", "blind_spot", "D")[0].value,
+        1.0
+    );
+    let agreed = find(&rows, "all", "single_shot", "all", "blind_spot_agreed", "D");
+    assert_eq!((agreed[0].value, agreed[0].n_tuples), (0.0, 1));
+}
+
+#[test]
+fn the_earlier_family_strata_design_is_still_available() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_judgments(&small_shape(), dir.path()).expect("write");
+    run(&config(), dir.path()).expect("aggregate");
+    let joint = read_scores(dir.path());
+    let stratified = Config {
+        resampling: cfeval_aggregate::stats::Resampling::FamilyStrata,
+        ..config()
+    };
+    run(&stratified, dir.path()).expect("aggregate");
+    let rows = read_scores(dir.path());
+    let css = |rows: &[ScoreRow]| find(rows, "xai/grok-4", "agent", "rule", "css", "all")[0].clone();
+    // Same estimate, other intervals.
+    assert_eq!(css(&joint).value, css(&rows).value);
+    assert_ne!(css(&joint).ci_low, css(&rows).ci_low);
 }

@@ -283,7 +283,7 @@ fn print_plan(
     }
     writeln!(
         out,
-        "\naggregate: {} stratified paired bootstrap resamples, level {}, seed {}",
+        "\naggregate: {} paired bootstrap resamples of cases (jointly across families), level {}, seed {}",
         pipeline.aggregate.resamples, pipeline.aggregate.level, pipeline.seed
     )?;
     writeln!(

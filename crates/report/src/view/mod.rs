@@ -296,7 +296,7 @@ fn slug(name: &str) -> String {
 }
 
 /// `0.412 [0.301, 0.522]`, or the value alone without an interval.
-fn with_interval(row: &ScoreRow) -> String {
+pub(crate) fn with_interval(row: &ScoreRow) -> String {
     match (row.ci_low, row.ci_high) {
         (Some(low), Some(high)) => format!("{} [{}, {}]", fixed(row.value, 3), fixed(low, 3), fixed(high, 3)),
         _ => fixed(row.value, 3),

@@ -6,6 +6,8 @@ use std::collections::BTreeSet;
 use cfeval_aggregate::stats::descending_ranks;
 use serde::Serialize;
 
+use cfeval_schema::ScoreRow;
+
 use super::{Cell, PlotView, Scores, TableView, interval, mode_title, slug};
 use crate::error::Result;
 use crate::plots::{self, ForestRow, Heatmap, HeatmapRow, ScatterPoint, SlopeLine, fixed};
@@ -21,9 +23,15 @@ pub struct ModeView {
     /// The other judges of this mode (see the agreement section).
     pub other_judges: Vec<String>,
     pub scores: TableView,
+    /// Judgments left out of the estimates, per family.
+    pub left_out: TableView,
     pub slope: PlotView,
     pub spearman: Option<String>,
+    /// How likely the CSS ranking differs from the CMS ranking.
+    pub rank_swap: Option<String>,
     pub ranks: TableView,
+    /// Rank-swap probability of every pair of subjects under test.
+    pub pair_swaps: TableView,
     pub heatmap: PlotView,
     pub families: TableView,
     pub forest: PlotView,
@@ -76,30 +84,43 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
 
     // Overall scores.
     let mut table = TableView::new(
-        &format!("CSS, CMS and spurious-shift rate per subject ({under}; 95% percentile intervals)"),
+        &format!(
+            "CSS (tuple-weighted and family-balanced: the mean of the family means), CMS and \
+             spurious-shift rate per subject ({under}; 95% percentile intervals); CSS counts decided \
+             pairs only — the pairs the judge was uncertain about and those of truncated or refused \
+             answers are left out and counted"
+        ),
         &[
             "Subject",
             "CSS (A–E)",
+            "CSS family-balanced",
             "CMS",
             "Spurious shift",
             "Cases",
             "CSS tuples",
+            "Uncertain",
+            "Truncated / refused",
         ],
     );
     for &(subject, control) in &subjects {
         let css = overall(subject, "css");
         let spurious = control_family
             .and_then(|family| scores.get(subject, mode, judge, "spurious_shift", "family", family));
+        let count = |metric: &str| overall(subject, metric);
         table.rows.push(vec![
             Cell::subject(subject, control),
             Cell::estimate(css),
+            Cell::estimate(overall(subject, "css_balanced")),
             Cell::estimate(overall(subject, "cms")),
             Cell::estimate(spurious),
             Cell::number(css.map_or("—".to_string(), |row| row.n_cases.to_string())),
             Cell::number(css.map_or("—".to_string(), |row| row.n_tuples.to_string())),
+            Cell::number(left_out(&[count("uncertain")])),
+            Cell::number(left_out(&[count("truncated"), count("refused")])),
         ]);
     }
     let table = table.or_unavailable("no per-subject estimates in this mode");
+    let left_out_table = left_out_by_family(scores, mode, judge, &subjects, &under);
 
     // Rank slope chart over every subject with both metrics, controls included.
     let both: Vec<(&str, bool, f64, f64)> = subjects
@@ -175,12 +196,31 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
             rho.n_tuples
         )
     });
+    let rank_swap = comparison("rank_swap_probability").map(|row| {
+        format!(
+            "The CSS ranking differs from the CMS ranking in {} of {} paired resamples (P = {}).",
+            percent(row.value),
+            row.n_tuples,
+            fixed(row.value, 3)
+        )
+    });
     let mut ranks = TableView::new(
         &format!(
-            "Rank swaps ({under}): ranks among the subjects under test; swap = CSS rank − CMS rank \
-             (positive: the subject ranks lower under CSS than under CMS)"
+            "Rank swaps ({under}): ranks among the subjects under test (controls take no part); \
+             swap = CSS rank − CMS rank (positive: the subject ranks lower under CSS than under CMS); \
+             probabilities over the same paired resamples as the intervals"
         ),
-        &["Subject", "CMS", "CMS rank", "CSS", "CSS rank", "Swap"],
+        &[
+            "Subject",
+            "CMS",
+            "CMS rank",
+            "CSS",
+            "CSS rank",
+            "Swap",
+            "P(CSS rank ≠ CMS rank)",
+            "P(first under CMS)",
+            "P(first under CSS)",
+        ],
     );
     let mut ranked: Vec<(f64, Vec<Cell>)> = Vec::new();
     for &(subject, control) in &subjects {
@@ -191,6 +231,11 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         let swap = rank("rank_swap").map_or(rank_css.value - rank_cms.value, |row| row.value);
         let value =
             |metric: &str| overall(subject, metric).map_or("—".to_string(), |row| fixed(row.value, 3));
+        let probability = |metric: &str| {
+            scores
+                .get(subject, mode, judge, metric, "comparison", "all")
+                .map_or("—".to_string(), |row| fixed(row.value, 3))
+        };
         ranked.push((
             rank_css.value,
             vec![
@@ -200,6 +245,9 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
                 Cell::number(value("css")),
                 Cell::number(rank_text(rank_css.value)),
                 Cell::number(signed(swap)),
+                Cell::number(probability("rank_swap_probability")),
+                Cell::number(probability("rank_first_cms")),
+                Cell::number(probability("rank_first_css")),
             ],
         ));
     }
@@ -207,6 +255,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
     ranks.rows = ranked.into_iter().map(|(_, cells)| cells).collect();
     let ranks =
         ranks.or_unavailable("no ranks in the scores (fewer than two subjects with both CMS and CSS)");
+    let pair_swaps = pair_swaps(scores, mode, judge, &under);
 
     // Heatmap of CSS by family, plus the spurious-shift column.
     let heatmap_title = "CSS by family";
@@ -298,7 +347,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         let Some(css) = overall(subject, "css") else {
             continue;
         };
-        let row = |family: Option<&str>, estimate: &cfeval_schema::ScoreRow| ForestRow {
+        let row = |family: Option<&str>, estimate: &ScoreRow| ForestRow {
             subject: subject.to_string(),
             control,
             color: scores.color(subject),
@@ -324,7 +373,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         PlotView::drawn(
             forest_title,
             format!(
-                "CSS over families A–E (bold) and per family, with stratified paired bootstrap 95% \
+                "CSS over families A–E (bold) and per family, with paired case-bootstrap 95% \
                  percentile intervals, {under}."
             ),
             figure,
@@ -432,15 +481,137 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         judge: judge.to_string(),
         other_judges: judges.iter().skip(1).map(|judge| judge.to_string()).collect(),
         scores: table,
+        left_out: left_out_table,
         slope,
         spearman,
+        rank_swap,
         ranks,
+        pair_swaps,
         heatmap,
         families: family_table,
         forest,
         scatter,
         interventions,
     })
+}
+
+/// A count of judgments left out, with its share of the cell (`12 (3.1%)`),
+/// from count rows (`value` = count, `n_tuples` = every judgment).
+fn left_out(rows: &[Option<&ScoreRow>]) -> String {
+    let present: Vec<&ScoreRow> = rows.iter().flatten().copied().collect();
+    let Some(first) = present.first() else {
+        return "—".into();
+    };
+    let count: f64 = present.iter().map(|row| row.value).sum();
+    if first.n_tuples == 0 || count == 0.0 {
+        return fixed(count, 0);
+    }
+    format!("{} ({})", fixed(count, 0), percent(count / first.n_tuples as f64))
+}
+
+/// `3.1%`.
+fn percent(share: f64) -> String {
+    format!("{}%", fixed(100.0 * share, 1))
+}
+
+/// Per family: pairs the judge was uncertain about, and those of truncated
+/// or refused answers.
+fn left_out_by_family(
+    scores: &Scores<'_>,
+    mode: &str,
+    judge: &str,
+    subjects: &[(&str, bool)],
+    under: &str,
+) -> TableView {
+    let families: BTreeSet<&str> = scores
+        .metric("uncertain")
+        .filter(|row| row.mode == mode && row.judge == judge && row.level == "family")
+        .map(|row| row.group.as_str())
+        .collect();
+    let mut table = TableView::new(
+        &format!(
+            "Pairs left out of the estimates per family ({under}): the judge was uncertain, \
+             or (+ n incomplete) the answer was truncated or refused"
+        ),
+        &["Subject"],
+    );
+    table.header.extend(families.iter().map(|family| match *family {
+        "baseline" => "Baseline (CMS)".to_string(),
+        family => family.to_string(),
+    }));
+    for &(subject, control) in subjects {
+        let count = |metric: &str, family: &str| {
+            scores
+                .get(subject, mode, judge, metric, "family", family)
+                .map(|row| row.value)
+        };
+        let cells: Vec<Cell> = families
+            .iter()
+            .map(|family| {
+                let Some(uncertain) = count("uncertain", family) else {
+                    return Cell::number("—");
+                };
+                let incomplete =
+                    count("truncated", family).unwrap_or(0.0) + count("refused", family).unwrap_or(0.0);
+                Cell::number(if incomplete > 0.0 {
+                    format!("{} (+{} incomplete)", fixed(uncertain, 0), fixed(incomplete, 0))
+                } else {
+                    fixed(uncertain, 0)
+                })
+            })
+            .collect();
+        if cells.iter().all(|cell| cell.text == "—") {
+            continue;
+        }
+        let mut row = vec![Cell::subject(subject, control)];
+        row.extend(cells);
+        table.rows.push(row);
+    }
+    table.or_unavailable("no counts of left-out judgments in the scores")
+}
+
+/// Every pair of subjects under test: which ranks higher under CMS and
+/// under CSS (point estimates), and how often the two orders differ.
+fn pair_swaps(scores: &Scores<'_>, mode: &str, judge: &str, under: &str) -> TableView {
+    let mut table = TableView::new(
+        &format!(
+            "Rank-swap probability per pair ({under}): the share of paired resamples in which CMS \
+             and CSS order the two subjects differently"
+        ),
+        &["Subject", "Other subject", "Higher CMS", "Higher CSS", "P(swap)"],
+    );
+    let overall = |subject: &str, metric: &str| {
+        scores
+            .get(subject, mode, judge, metric, "overall", "all")
+            .map(|row| row.value)
+    };
+    let higher = |a: &str, b: &str, metric: &str| match (overall(a, metric), overall(b, metric)) {
+        (Some(x), Some(y)) if x > y => a.to_string(),
+        (Some(x), Some(y)) if y > x => b.to_string(),
+        (Some(_), Some(_)) => "tie".to_string(),
+        _ => "—".to_string(),
+    };
+    for row in scores.metric("rank_swap_probability") {
+        if row.mode != mode || row.judge != judge || row.subject == "all" || row.group == "all" {
+            continue;
+        }
+        let (higher_cms, higher_css) = (
+            higher(&row.subject, &row.group, "cms"),
+            higher(&row.subject, &row.group, "css"),
+        );
+        let flag = higher_cms != higher_css;
+        table.rows.push(vec![
+            Cell::subject(&row.subject, false),
+            Cell::subject(&row.group, false),
+            Cell::text(higher_cms),
+            Cell::text(higher_css),
+            Cell {
+                flag,
+                ..Cell::number(fixed(row.value, 3))
+            },
+        ]);
+    }
+    table.or_unavailable("no rank-swap probabilities in the scores (fewer than two subjects under test)")
 }
 
 /// A rank (`2`, or `2.5` for a tie).

@@ -10,7 +10,8 @@ use crate::Settings;
 use crate::data::RunData;
 use crate::plots::fixed;
 
-/// Families where every subject under test is below the threshold.
+/// Families where every subject under test is confidently below the
+/// threshold: the largest upper interval bound among them is below it.
 #[derive(Debug, Clone, Serialize)]
 pub struct BlindSpots {
     /// One sentence per blind spot.
@@ -26,21 +27,22 @@ pub fn blind_spots(scores: &Scores<'_>, settings: &Settings) -> BlindSpots {
         .as_ref()
         .map(|aggregate| format!(" (threshold {})", fixed(aggregate.blind_spot_threshold, 2)));
     let threshold = threshold.as_deref().unwrap_or("");
-    // (mode, judge) → family → (best CSS, blind spot)
-    type ByFamily<'a> = BTreeMap<&'a str, (Option<f64>, bool)>;
+    // (mode, judge) → family → (best CSS row, blind spot)
+    type ByFamily<'a> = BTreeMap<&'a str, (Option<&'a cfeval_schema::ScoreRow>, bool)>;
     let mut grid: BTreeMap<(u8, &str, &str), ByFamily<'_>> = BTreeMap::new();
     let mut families: BTreeSet<&str> = BTreeSet::new();
     for row in scores.metric("blind_spot") {
-        let best = scores
-            .get("all", &row.mode, &row.judge, "best_css", "comparison", &row.group)
-            .map(|best| best.value);
+        let best = scores.get("all", &row.mode, &row.judge, "best_css", "comparison", &row.group);
         families.insert(row.group.as_str());
         grid.entry((mode_order(&row.mode), row.mode.as_str(), row.judge.as_str()))
             .or_default()
             .insert(row.group.as_str(), (best, row.value >= 0.5));
     }
     let mut table = TableView::new(
-        &format!("Best CSS per family among the subjects under test{threshold}"),
+        &format!(
+            "Best CSS per family among the subjects under test, with its 95% interval{threshold}; \
+             a blind spot needs every subject's upper bound below the threshold"
+        ),
         &["Mode", "Judge"],
     );
     table
@@ -54,11 +56,31 @@ pub fn blind_spots(scores: &Scores<'_>, settings: &Settings) -> BlindSpots {
             let text = match by_family.get(family) {
                 None => "—".to_string(),
                 Some((best, blind)) => {
-                    let best = best.map_or("—".to_string(), |best| fixed(best, 3));
+                    let best = best.map_or("—".to_string(), super::with_interval);
                     if *blind {
+                        let upper = scores
+                            .get("all", mode, judge, "css_upper_max", "comparison", family)
+                            .map_or(String::new(), |row| {
+                                format!("; largest upper bound {}", fixed(row.value, 3))
+                            });
+                        let agreement =
+                            match scores.get("all", mode, "all", "blind_spot_judges", "comparison", family) {
+                                Some(row) if row.value >= 2.0 => format!(
+                                    "agreed: {} of {} judges flag it",
+                                    fixed(row.value, 0),
+                                    row.n_tuples
+                                ),
+                                Some(row) => format!(
+                                    "not agreed: {} of {} judges flag it",
+                                    fixed(row.value, 0),
+                                    row.n_tuples
+                                ),
+                                None => "agreement not available".to_string(),
+                            };
                         items.push(format!(
-                            "Family {family}: no subject under test reaches the threshold{threshold}; \
-                             best CSS {best} (mode {mode}, judge {judge})."
+                            "Family {family}: every subject under test is below the threshold{threshold}, \
+                             upper interval bounds included; best CSS {best}{upper} (mode {mode}, judge \
+                             {judge}; {agreement})."
                         ));
                         flag = true;
                         format!("{best} (blind spot)")
@@ -79,7 +101,8 @@ pub fn blind_spots(scores: &Scores<'_>, settings: &Settings) -> BlindSpots {
         Some("Not available: the scores have no blind-spot rows (no per-family CSS).".to_string())
     } else if items.is_empty() {
         Some(format!(
-            "No blind spots: in every family at least one subject under test reaches the threshold{threshold}."
+            "No blind spots: in every family at least one subject under test may reach the \
+             threshold{threshold} (its upper interval bound does)."
         ))
     } else {
         None
@@ -149,7 +172,8 @@ pub fn agreement(scores: &Scores<'_>) -> Agreement {
     let spearman = spearman.or_unavailable("needs at least two judges over at least two subjects");
 
     let mut kappa = TableView::new(
-        "Cohen's κ over the CSS tuples both raters scored (3 levels: 0, ½, 1)",
+        "Cohen's κ over the CSS tuples of the subjects under test both raters scored (0, ½, 1 \
+         ordered, and updated in the wrong direction as its own category)",
         &["Raters", "Group", "κ", "κ linear", "κ quadratic", "Tuples"],
     );
     for row in scores.metric("kappa") {
@@ -328,6 +352,16 @@ pub struct Provenance {
     pub subjects: TableView,
 }
 
+/// How the bootstrap resampled, in words.
+fn resampling_text(resampling: cfeval_aggregate::stats::Resampling) -> &'static str {
+    match resampling {
+        cfeval_aggregate::stats::Resampling::Cases => {
+            "cases drawn once per replicate for every family, subject, mode and judge"
+        }
+        cfeval_aggregate::stats::Resampling::FamilyStrata => "cases within family strata",
+    }
+}
+
 /// At most `limit` items of a list, then how many more.
 fn some<T: ToString>(items: impl IntoIterator<Item = T>, limit: usize) -> String {
     let items: Vec<String> = items.into_iter().map(|item| item.to_string()).collect();
@@ -373,15 +407,13 @@ pub fn provenance(data: &RunData, scores: &Scores<'_>, settings: &Settings) -> P
         "Bootstrap",
         match &settings.aggregate {
             Some(aggregate) => format!(
-                "{} stratified paired resamples (cases within family strata), seed {}, {}% intervals",
+                "{} paired resamples ({}), seed {}, {}% intervals",
                 aggregate.resamples,
+                resampling_text(aggregate.resampling),
                 aggregate.seed,
                 fixed(aggregate.level * 100.0, 0)
             ),
-            None => {
-                "stratified paired resamples; settings not recorded with the scores (see the pipeline file)"
-                    .into()
-            }
+            None => "paired resamples; settings not recorded with the scores (see the pipeline file)".into(),
         },
     ));
     facts.push(fact(

@@ -3,7 +3,7 @@
 
 use cfeval_aggregate::synthetic::Shape;
 
-use crate::support::{FAMILIES, SUBJECTS, aggregate, controls, full_run, marks, shape, svg};
+use crate::support::{FAMILIES, SUBJECTS, aggregate, config, controls, full_run, marks, shape, svg};
 
 const CONTROLS: usize = 2;
 
@@ -64,8 +64,11 @@ fn the_page_is_self_contained_and_marks_controls() {
         let labelled = format!("{subject} (control)");
         assert_eq!(html.contains(&labelled), control, "{subject} in the plots");
     }
-    assert!(html.contains("Family D: no subject under test reaches the threshold"));
+    assert!(html.contains("Family D: every subject under test is below the threshold"));
     assert!(html.contains("Spearman ρ between CMS and CSS ranks"));
+    assert!(html.contains("The CSS ranking differs from the CMS ranking in"));
+    assert!(html.contains("Rank-swap probability per pair"));
+    assert!(html.contains("Pairs left out of the estimates per family"));
     assert!(
         html.contains("rule vs openai/gpt-5.4") || html.contains("openai/gpt-5.4 vs rule"),
         "cross-judge agreement"
@@ -97,10 +100,19 @@ fn markdown_carries_the_tables_blind_spots_and_provenance() {
     ] {
         assert!(markdown.contains(heading), "{heading}");
     }
-    assert!(markdown.contains("| Subject | CSS (A–E) | CMS | Spurious shift | Cases | CSS tuples |"));
+    assert!(markdown.contains(
+        "| Subject | CSS (A–E) | CSS family-balanced | CMS | Spurious shift | Cases | CSS tuples | \
+         Uncertain | Truncated / refused |"
+    ));
     assert!(markdown.contains("| Subject | A | B | C | D (blind spot) | E | N (spurious shift) |"));
     assert!(markdown.contains("| control/reference (control) |"));
-    assert!(markdown.contains("- Family D: no subject under test reaches the threshold"));
+    assert!(markdown.contains("- Family D: every subject under test is below the threshold"));
+    assert!(markdown.contains(
+        "| Subject | CMS | CMS rank | CSS | CSS rank | Swap | P(CSS rank ≠ CMS rank) | \
+         P(first under CMS) | P(first under CSS) |"
+    ));
+    assert!(markdown.contains("| Subject | Other subject | Higher CMS | Higher CSS | P(swap) |"));
+    assert!(markdown.contains("| Subject | A | B | C | D | E | N | Baseline (CMS) |"));
     assert!(markdown.contains("| Raters | Group | κ | κ linear | κ quadratic | Tuples |"));
     assert!(markdown.contains("- **Catalog hash:** catalog-synthetic"));
     // Every table line has as many cells as its header.
@@ -189,16 +201,14 @@ fn judgments_without_scores_still_give_provenance() {
 #[test]
 fn aggregate_settings_show_in_the_provenance() {
     let dir = full_run();
-    let config = cfeval_aggregate::Config {
-        resamples: 200,
-        seed: 5,
-        ..cfeval_aggregate::Config::default()
-    };
     let paths =
-        cfeval_report::write_with(dir.path(), &cfeval_report::Settings::from(&config)).expect("report");
+        cfeval_report::write_with(dir.path(), &cfeval_report::Settings::from(&config())).expect("report");
     let markdown = std::fs::read_to_string(&paths.markdown).expect("md");
     assert!(markdown.contains(
-        "- **Bootstrap:** 200 stratified paired resamples (cases within family strata), seed 5, 95% intervals"
+        "- **Bootstrap:** 200 paired resamples (cases drawn once per replicate for every family, \
+         subject, mode and judge), seed 5, 95% intervals"
     ));
-    assert!(markdown.contains("Best CSS per family among the subjects under test (threshold 0.20)"));
+    assert!(markdown.contains(
+        "Best CSS per family among the subjects under test, with its 95% interval (threshold 0.35)"
+    ));
 }

@@ -16,9 +16,13 @@ pub const SUBJECTS: [(&str, bool); 4] = [
 pub const FAMILIES: [&str; 5] = ["A", "B", "C", "D", "E"];
 
 /// A shape of 4 subjects (2 controls) × `modes` × 2 judges × 30 cases ×
-/// 12 interventions (families A–E and N).
+/// 12 interventions (families A–E and N); the judges agree on 95% of the
+/// pairs, abstain on 3%, and 2% of the answers are truncated.
 pub fn shape(modes: &[&str]) -> Shape {
     let mut shape = Shape::standard(30, 1, 2);
+    shape.judge_agreement = 0.95;
+    shape.abstain = 0.03;
+    shape.truncated = 0.02;
     let probabilities = |name: &str| {
         shape
             .subjects
@@ -36,15 +40,22 @@ pub fn shape(modes: &[&str]) -> Shape {
     shape
 }
 
+/// The aggregate settings of the test runs: few resamples, and a blind-spot
+/// threshold that 30 cases can show family D (CSS about 0.1–0.2) to be below
+/// in both modes.
+pub fn config() -> cfeval_aggregate::Config {
+    cfeval_aggregate::Config {
+        resamples: 200,
+        seed: 5,
+        blind_spot_threshold: 0.35,
+        ..cfeval_aggregate::Config::default()
+    }
+}
+
 /// Writes the judgments of `shape` into `run_dir` and aggregates them.
 pub fn aggregate(shape: &Shape, run_dir: &Path) {
     write_judgments(shape, run_dir).expect("write judgments");
-    let config = cfeval_aggregate::Config {
-        resamples: 200,
-        seed: 5,
-        ..cfeval_aggregate::Config::default()
-    };
-    cfeval_aggregate::run(&config, run_dir).expect("aggregate");
+    cfeval_aggregate::run(&config(), run_dir).expect("aggregate");
 }
 
 /// A run folder with both modes, aggregated.

@@ -1,10 +1,17 @@
 //! Seeded synthetic judgments with known structure, for tests, benchmarks
 //! and demos: subjects with known per-family update probabilities, two modes,
-//! judges that agree up to a set rate, CMS rows per baseline, and a
-//! negative-control family. Row `i` depends only on the seed and its indices.
+//! judges that agree up to a set rate, CMS rows per baseline, a
+//! negative-control family, and optionally abstaining judges and truncated
+//! answers. Row `i` depends only on the seed and its indices.
+//!
+//! [`clustered`] makes per-case sums with a known truth and within-case
+//! correlation, for the coverage simulation of the bootstrap.
+
+pub mod clustered;
 
 use cfeval_schema::JudgmentRow;
 
+use crate::accumulate::UNCERTAIN;
 use crate::stats::Rng;
 
 /// The shape of a synthetic run.
@@ -23,6 +30,12 @@ pub struct Shape {
     pub replicates: usize,
     /// Probability that the second and later judges agree with the first.
     pub judge_agreement: f64,
+    /// Probability that a judge abstains on a CSS pair (label `uncertain`,
+    /// no score). 0 draws nothing, leaving the other rows as they were.
+    pub abstain: f64,
+    /// Probability that a variant's answer is truncated (every judge's row
+    /// then has `status = truncated` and no score). 0 draws nothing.
+    pub truncated: f64,
     pub seed: u64,
 }
 
@@ -65,6 +78,8 @@ impl Shape {
             .collect(),
             replicates,
             judge_agreement: 0.85,
+            abstain: 0.0,
+            truncated: 0.0,
             seed: 7,
         }
     }
@@ -166,6 +181,7 @@ impl Shape {
                 }
             };
             let read = agent.then(|| rng.unit() < 0.8);
+            let truncated = self.truncated > 0.0 && rng.unit() < self.truncated;
             for (judge_index, judge) in self.judges.iter().enumerate() {
                 let (score, label) =
                     if judge_index == 0 || rng.unit() < self.judge_agreement || family_index.is_none() {
@@ -179,6 +195,14 @@ impl Shape {
                 let mut judgment = row(judge, intervention, family, "css", score, label);
                 judgment.changed = Some(changed);
                 judgment.decisive_section_read = read;
+                if truncated {
+                    judgment.status = "truncated".into();
+                    judgment.score = None;
+                    judgment.label = None;
+                } else if self.abstain > 0.0 && family_index.is_some() && rng.unit() < self.abstain {
+                    judgment.score = None;
+                    judgment.label = Some(UNCERTAIN.into());
+                }
                 rows.push(judgment);
             }
         }
