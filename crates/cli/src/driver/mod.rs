@@ -328,9 +328,11 @@ impl Driver {
         schema: arrow_schema::SchemaRef,
         owns: &dyn Fn(&str) -> bool,
     ) -> anyhow::Result<()> {
-        let Some(mut store) = ShardStore::open_existing(&self.run_dir.join(table), table, schema)? else {
+        let dir = self.run_dir.join(table);
+        if !dir.is_dir() {
             return Ok(());
-        };
+        }
+        let mut store = ShardStore::open(&dir, table, schema, cfeval_schema::StoreOptions::default())?;
         let mut units: Vec<String> = store.units().map(|record| record.unit.clone()).collect();
         units.extend(store.entries().iter().map(|entry| entry.unit.clone()));
         units.sort();
