@@ -86,14 +86,13 @@ pub enum Error {
     /// A write was attempted through a store opened for reading only.
     #[error("table folder {dir} was opened for reading only")]
     ReadOnly { dir: PathBuf },
-    /// A stage's input table is missing, partial, stale or damaged; `fix`
-    /// says which command makes it ready.
-    #[error("table `{table}` of run {} is not ready: {detail}; {fix}", run.display())]
+    /// A stage's input table is missing, partial, stale or damaged; `detail`
+    /// says what is wrong, then which command makes it ready.
+    #[error("table `{table}` of run {} is not ready: {detail}", run.display())]
     InputNotReady {
         table: String,
         run: PathBuf,
         detail: String,
-        fix: String,
     },
     /// Shards a stage reads were made under different catalogs.
     #[error("table `{table}` holds shards made under {} different intervention catalogs ({}); pass --allow-mixed-catalogs to combine them", .hashes.len(), .hashes.join(", "))]

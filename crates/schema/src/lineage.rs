@@ -199,8 +199,7 @@ pub fn require_input(run_dir: &Path, table: TableName, options: StoreOptions) ->
     let not_ready = |detail: String, unit: Option<&str>| Error::InputNotReady {
         table: table.dir_name().to_string(),
         run: run_dir.to_path_buf(),
-        detail,
-        fix: units::fix_command(run_dir, table, unit),
+        detail: format!("{detail}; {}", units::fix_command(run_dir, table, unit)),
     };
     let dir = run_dir.join(table.dir_name());
     let verify = options.verify;

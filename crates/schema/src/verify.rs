@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::error::Error;
-use crate::lineage::{UnitState, unit_states};
+use crate::lineage::{UnitState, digest_entries, unit_states};
 use crate::shard::{
     MANIFEST_DIR, ShardEntry, ShardRef, UnitRecord, check_entry, check_record, check_shard, entry_name,
     is_shard_name, list_names, read_json, unit_record_name,
@@ -324,6 +324,33 @@ pub fn check_run(run_dir: &Path, hash: bool) -> RunCheck {
                     message: format!(
                         "table `{input}` is missing, but `{}` was computed from it (unit `{}`)",
                         check.table, record.unit
+                    ),
+                });
+            }
+        }
+    }
+    // A partial unit is a stopped run, unless a later table was computed
+    // from this table as it is now: then its record was deleted.
+    for check in &tables {
+        let digest = digest_entries(&check.entries);
+        for (unit, state) in check.unit_states(run_dir) {
+            if state != UnitState::Partial {
+                continue;
+            }
+            let consumer = tables.iter().find_map(|other| {
+                other
+                    .records
+                    .iter()
+                    .find(|record| record.inputs.get(check.table.dir_name()) == Some(&digest))
+                    .map(|record| (other.table, record.unit.clone()))
+            });
+            if let Some((table, consumer)) = consumer {
+                problems.push(Problem {
+                    path: check.dir.join(MANIFEST_DIR),
+                    unit: Some(unit.clone()),
+                    message: format!(
+                        "unit `{unit}` has no completion record, but `{table}` unit `{consumer}` was computed \
+                         from this table as it is (a deleted unit record?)"
                     ),
                 });
             }

@@ -321,12 +321,21 @@ impl ShardStore {
         for name in list_names(&manifest_dir)? {
             let path = manifest_dir.join(&name);
             if name.starts_with("part-") && name.ends_with(".json") {
-                let entry: ShardEntry = read_json(&path)?;
+                // An entry (and then its shard) may be retired by another
+                // writer between the listing and the read: gone is gone.
+                let Some(entry) = read_json_if_exists::<ShardEntry>(&path)? else {
+                    continue;
+                };
                 check_entry(&self.handle.table, &name, &path, &entry)?;
-                ShardRef::new(&self.handle.dir, &entry).check_size()?;
+                match ShardRef::new(&self.handle.dir, &entry).check_size() {
+                    Err(Error::MissingShard { .. }) if !path.exists() => continue,
+                    checked => checked?,
+                };
                 entries.push(entry);
             } else if name.starts_with("unit-") && name.ends_with(".json") {
-                let record: UnitRecord = read_json(&path)?;
+                let Some(record) = read_json_if_exists::<UnitRecord>(&path)? else {
+                    continue;
+                };
                 check_record(&name, &path, &record)?;
                 units.insert(record.unit.clone(), record);
             }
@@ -527,6 +536,15 @@ impl ShardStore {
             hashed += check_shard(&self.handle.table, &self.handle.schema, &shard, true)?;
         }
         Ok(hashed)
+    }
+}
+
+/// [`read_json`], or `None` when the file is gone.
+fn read_json_if_exists<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    match read_json(path) {
+        Ok(value) => Ok(Some(value)),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
     }
 }
 
