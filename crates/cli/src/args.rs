@@ -72,6 +72,10 @@ pub struct PerturbArgs {
     pub run: PathBuf,
     #[arg(long)]
     pub catalog: PathBuf,
+    /// When the run's responses, judgments or scores were made under another
+    /// catalog, retire them (the default refuses: one catalog per run).
+    #[arg(long)]
+    pub retire_downstream: bool,
 }
 
 #[derive(Debug, Args)]

@@ -145,10 +145,17 @@ fn cohort(run_dir: &Path, cases: usize, seed: u64) -> anyhow::Result<PathBuf> {
 }
 
 /// The pipeline's catalog applied to the cases in `run_dir`.
-pub fn perturb_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<cfeval_perturb::Report> {
+/// `retire_downstream`: retire later tables made under another catalog
+/// (`--from perturb`) rather than refuse.
+pub fn perturb_cases(
+    pipeline: &Pipeline,
+    run_dir: &Path,
+    retire_downstream: bool,
+) -> anyhow::Result<cfeval_perturb::Report> {
     let config = cfeval_perturb::Config {
         catalog: pipeline.catalog.clone(),
         threads: None,
+        retire_downstream,
     };
     Ok(cfeval_perturb::run(&config, run_dir)?)
 }
@@ -399,7 +406,7 @@ impl Driver {
         if self.forced(Stage::Perturb) {
             self.retire(VariantRow::NAME, VariantRow::schema(), &|_| true)?;
         }
-        let report = perturb_cases(&self.pipeline, &self.run_dir)?;
+        let report = perturb_cases(&self.pipeline, &self.run_dir, self.forced(Stage::Perturb))?;
         let rows = ShardStore::open_table::<VariantRow>(&self.run_dir)?.rows();
         self.with_summary(|summary| summary.variants = rows);
         let state = if report.skipped {
