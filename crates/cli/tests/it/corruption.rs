@@ -69,7 +69,20 @@ struct Base {
 fn base() -> &'static Base {
     static BASE: OnceLock<Base> = OnceLock::new();
     BASE.get_or_init(|| {
-        let root = tempfile::tempdir().expect("tempdir").keep();
+        // Inside the target folder: every case folder is removed after use,
+        // the base runs (about 1 MiB) by the next test process.
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        for item in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            let name = item.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("corruption-")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(item.path());
+            }
+        }
+        let root = tmp.join(format!("corruption-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("mkdir");
         let pipeline = root.join("pipeline.toml");
         std::fs::write(&pipeline, pipeline_text("integrity", 12, 1)).expect("pipeline");
         let base = root.join("base");
@@ -129,16 +142,34 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A fresh copy of the undamaged run; returns the case folder.
-fn fresh_case(name: &str) -> PathBuf {
+/// A case folder holding a copy of the run, removed when dropped.
+struct CaseDir(PathBuf);
+
+impl std::ops::Deref for CaseDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for CaseDir {
+    fn drop(&mut self) {
+        let _ = Command::new("chmod").args(["-R", "u+w"]).arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh copy of the undamaged run.
+fn fresh_case(name: &str) -> CaseDir {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let base = base();
     let case = base.root.join(format!(
-        "case-{}-{name}",
-        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        "case-{}-{}",
+        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
     ));
     copy_dir(&base.root.join("base").join(RUN), &case.join(RUN));
-    case
+    CaseDir(case)
 }
 
 // ---- damage helpers ----------------------------------------------------
