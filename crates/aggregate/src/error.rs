@@ -13,7 +13,9 @@ pub enum Error {
     Design(String),
     #[error("invalid aggregate settings: {0}")]
     Config(String),
-    #[error("run {run} has no judgments (nothing to aggregate in {path})")]
+    #[error(
+        "run {run} has no judgments (nothing to aggregate in {path}); run `cfeval judge --run {run} --judge JUDGE` first"
+    )]
     NoJudgments { run: String, path: PathBuf },
     #[error(
         "judgments were made under different intervention catalogs ({first} and {second}); pass `allow_mixed_catalogs` to aggregate them anyway"

@@ -152,7 +152,7 @@ pub struct Report {
 }
 
 /// The unit of work the scores are committed under (one per run).
-pub const UNIT: &str = "aggregate";
+pub const UNIT: &str = cfeval_schema::units::AGGREGATE;
 
 /// Everything the stage computed, before it is written.
 #[derive(Debug, Clone)]
@@ -284,6 +284,19 @@ pub fn fingerprint(config: &Config, run_dir: &Path) -> Result<String> {
 /// scores of an earlier aggregate of the same run), or does nothing when the
 /// scores are complete for the same judgments and settings.
 pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
+    // Complete, current, intact judgments only (see `require_input`).
+    let judgments = run_dir.join(JudgmentRow::NAME);
+    if !judgments.is_dir() {
+        return Err(Error::NoJudgments {
+            run: run_dir.display().to_string(),
+            path: judgments,
+        });
+    }
+    cfeval_schema::lineage::require_input(
+        run_dir,
+        cfeval_schema::TableName::Judgments,
+        cfeval_schema::StoreOptions::default(),
+    )?;
     let fingerprint = fingerprint(config, run_dir)?;
     if let Some(store) =
         ShardStore::open_existing(&run_dir.join(ScoreRow::NAME), ScoreRow::NAME, ScoreRow::schema())?

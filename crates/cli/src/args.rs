@@ -10,6 +10,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Trust the shards' content: skip the BLAKE3 check of each shard before
+    /// it is read (sizes, manifests, footers and row counts are still
+    /// checked). For a store you trust and read often.
+    #[arg(long, global = true)]
+    pub no_verify: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -30,8 +35,11 @@ pub enum Command {
     Aggregate(AggregateArgs),
     /// Run a pipeline file, resuming what is already done.
     Run(RunArgs),
-    /// Say what is done, partial or stale in a run.
+    /// Say what is done, partial, stale or damaged in a run.
     Status(StatusArgs),
+    /// Check every shard, manifest and unit record of a run; print each
+    /// problem on a line and fail if anything is damaged.
+    Verify(VerifyArgs),
     /// Print a table's rows (nested columns as nested JSON).
     Show(ShowArgs),
 }
@@ -72,6 +80,10 @@ pub struct PerturbArgs {
     pub run: PathBuf,
     #[arg(long)]
     pub catalog: PathBuf,
+    /// When the run's responses, judgments or scores were made under another
+    /// catalog, retire them (the default refuses: one catalog per run).
+    #[arg(long)]
+    pub retire_downstream: bool,
 }
 
 #[derive(Debug, Args)]
@@ -189,6 +201,12 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    pub run: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The run folder.
     pub run: PathBuf,
 }
 

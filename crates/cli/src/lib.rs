@@ -1,5 +1,6 @@
 //! The `cfeval` command line: one subcommand per stage, the pipeline driver,
-//! and the tools to look inside a run (`show`, `status`).
+//! and the tools to look inside a run (`show`, `status`, `verify`), which
+//! never write to the run (an archived, read-only run can be inspected).
 //!
 //! Logs go to stderr through `tracing` (`RUST_LOG`); stdout carries data only.
 //! On error the process exits non-zero after one line naming the cause.
@@ -15,6 +16,7 @@ pub mod pipeline;
 mod status;
 mod subjects;
 mod synthesize_cmd;
+mod verify_cmd;
 
 use std::process::ExitCode;
 
@@ -48,9 +50,11 @@ fn init_tracing() {
 
 /// Dispatches one parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    cfeval_schema::set_verify_reads(!cli.no_verify);
     match cli.command {
         Command::Show(args) => inspect::show(&args, &mut std::io::stdout().lock()),
         Command::Status(args) => status::status(&args, &mut std::io::stdout().lock()),
+        Command::Verify(args) => verify_cmd::verify(&args, &mut std::io::stdout().lock()),
         Command::Cohort(args) => synthesize_cmd::cohort(&args, &mut std::io::stdout().lock()),
         Command::Synthesize(args) => synthesize_cmd::synthesize(&args, &mut std::io::stdout().lock()),
         Command::Perturb(args) => perturb_cmd::perturb(&args, &mut std::io::stdout().lock()),

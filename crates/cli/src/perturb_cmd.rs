@@ -11,6 +11,7 @@ pub fn perturb(args: &PerturbArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let config = cfeval_perturb::Config {
         catalog: args.catalog.clone(),
         threads: None,
+        retire_downstream: args.retire_downstream,
     };
     let report = cfeval_perturb::run(&config, &args.run)
         .with_context(|| format!("perturb failed for run {}", args.run.display()))?;

@@ -1,35 +1,33 @@
-//! `cfeval status RUN`: per table and unit of work, what is done, partial or
-//! stale, read from the manifests alone (nothing is recomputed).
+//! `cfeval status RUN`: per table and unit of work, what is done, partial,
+//! stale or damaged, from the manifests and a check of every shard
+//! ([`cfeval_schema::verify`]); nothing is recomputed and nothing is
+//! written, so a read-only run can be inspected.
 //!
-//! - **complete**: the unit's completion record is there and its shards too.
+//! - **complete**: the unit's completion record is there, names exactly its
+//!   shards, and the tables it was computed from are what they were.
 //! - **partial**: shards of the unit are committed but it never completed
 //!   (a run was stopped; the next `cfeval run` resumes it).
 //! - **stale**: the unit completed, but a table it is computed from changed
-//!   afterwards (a shard committed after its completion record), or — for a
+//!   (or is gone) since ([`cfeval_schema::lineage`]; for records older than
+//!   lineage, a shard of that table committed after the record), or — for a
 //!   run made by `cfeval run`, whose pipeline file is kept as
 //!   `RUN/pipeline.toml` — the pipeline's settings for it changed. The next
 //!   `cfeval run` redoes it.
+//! - **damaged**: a shard of the unit fails its check (size, BLAKE3,
+//!   footer, rows) or its record names a shard with no manifest entry;
+//!   `cfeval verify RUN` says what exactly.
 //! - **not started**: a unit the kept pipeline names that has no shard yet.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use cfeval_schema::lineage::UnitState as Lineage;
+use cfeval_schema::verify::{Problem, TableCheck, check_run};
 use cfeval_schema::{ShardStore, TableName};
 
 use crate::args::StatusArgs;
 use crate::pipeline::Pipeline;
-
-/// The tables each table is computed from.
-fn upstream(table: TableName) -> &'static [TableName] {
-    match table {
-        TableName::Cases | TableName::CasesQuarantine => &[],
-        TableName::Variants => &[TableName::Cases],
-        TableName::Responses => &[TableName::Variants],
-        TableName::Judgments => &[TableName::Responses, TableName::Variants, TableName::Cases],
-        TableName::Scores => &[TableName::Judgments],
-    }
-}
 
 /// The state of one unit.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,6 +35,7 @@ pub enum UnitState {
     Complete,
     Partial,
     Stale(String),
+    Damaged(String),
     NotStarted,
 }
 
@@ -46,6 +45,7 @@ impl std::fmt::Display for UnitState {
             UnitState::Complete => formatter.write_str("complete"),
             UnitState::Partial => formatter.write_str("partial (resumes on the next run)"),
             UnitState::Stale(why) => write!(formatter, "stale: {why}"),
+            UnitState::Damaged(what) => write!(formatter, "damaged ({what})"),
             UnitState::NotStarted => formatter.write_str("not started"),
         }
     }
@@ -70,11 +70,14 @@ fn expected_units(run: &Path) -> anyhow::Result<Option<Vec<Expected>>> {
         return Ok(None);
     };
     let mut expected = Vec::new();
+    // A damaged variants table gives no fingerprint (its damage is shown).
     let variants = ShardStore::open_existing(
         &run.join(TableName::Variants.dir_name()),
         TableName::Variants.dir_name(),
         TableName::Variants.schema(),
-    )?;
+    )
+    .ok()
+    .flatten();
     for subject in &pipeline.subjects {
         for mode_run in &subject.runs {
             let config = crate::driver::infer_config(&pipeline, subject, mode_run, cfeval_infer::Slice::ALL);
@@ -97,8 +100,81 @@ fn expected_units(run: &Path) -> anyhow::Result<Option<Vec<Expected>>> {
     Ok(Some(expected))
 }
 
-/// Prints, per table of a run, its shards and rows and the state of every
-/// unit of work.
+/// The state of every unit of one checked table.
+fn table_units(
+    run: &Path,
+    check: &TableCheck,
+    checks: &[TableCheck],
+    problems: &[&Problem],
+) -> BTreeMap<String, UnitState> {
+    // For records older than lineage: the newest commit to an input table.
+    let mut newest_input = None;
+    for input in check.table.inputs() {
+        let time = checks
+            .iter()
+            .find(|other| other.table == *input)
+            .and_then(TableCheck::last_commit_at);
+        if let Some(time) = time
+            && newest_input.is_none_or(|(_, newest)| time > newest)
+        {
+            newest_input = Some((*input, time));
+        }
+    }
+    // Per unit: damaged shards, and other damaged files (records, entries).
+    let mut damage: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for problem in problems {
+        if let Some(unit) = &problem.unit {
+            let counts = damage.entry(unit.clone()).or_default();
+            if problem
+                .path
+                .extension()
+                .is_some_and(|extension| extension == "parquet")
+            {
+                counts.0 += 1;
+            } else {
+                counts.1 += 1;
+            }
+        }
+    }
+    let mut units = BTreeMap::new();
+    for (unit, state) in check.unit_states(run) {
+        let record = check.records.iter().find(|record| record.unit == unit);
+        let state = match state {
+            _ if damage.contains_key(&unit) => UnitState::Damaged(damage_label(damage[&unit])),
+            Lineage::Damaged(why) => UnitState::Damaged(why),
+            Lineage::Partial => UnitState::Partial,
+            Lineage::Stale(why) => UnitState::Stale(why),
+            Lineage::Complete => match (record, newest_input, check.completed_at(&unit)) {
+                (Some(record), Some((input, newest)), Some(completed))
+                    if record.inputs.is_empty() && newest > completed =>
+                {
+                    UnitState::Stale(format!("`{input}` changed after it completed"))
+                }
+                _ => UnitState::Complete,
+            },
+        };
+        units.insert(unit, state);
+    }
+    for (unit, counts) in damage {
+        units
+            .entry(unit)
+            .or_insert_with(|| UnitState::Damaged(damage_label(counts)));
+    }
+    units
+}
+
+/// `2 shards`, `1 manifest file`, `1 shard, 1 manifest file`.
+fn damage_label((shards, files): (usize, usize)) -> String {
+    let plural = |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
+    match (shards, files) {
+        (0, files) => plural(files, "manifest file"),
+        (shards, 0) => plural(shards, "shard"),
+        (shards, files) => format!("{}, {}", plural(shards, "shard"), plural(files, "manifest file")),
+    }
+}
+
+/// Prints, per table of a run, its shards and rows, what is damaged, and
+/// the state of every unit of work.
 pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let run = &args.run;
     if !run.is_dir() {
@@ -115,57 +191,48 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             ""
         }
     )?;
+    let run_check = check_run(run, true);
+    let checks = &run_check.tables;
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for table in TableName::ALL {
-        let dir = run.join(table.dir_name());
-        let store = ShardStore::open_existing(&dir, table.dir_name(), table.schema())?;
-        let mut units: BTreeMap<String, UnitState> = BTreeMap::new();
-        match &store {
-            None => writeln!(out, "  {:<18} not started", table.dir_name())?,
-            Some(store) => {
-                writeln!(
-                    out,
-                    "  {:<18} {} shards, {} rows",
-                    table.dir_name(),
-                    store.entries().len(),
-                    store.rows()
-                )?;
-                let committed: BTreeSet<&str> =
-                    store.entries().iter().map(|entry| entry.file.as_str()).collect();
-                let mut newest_input = None;
-                for input in upstream(table) {
-                    let inputs = ShardStore::open_existing(
-                        &run.join(input.dir_name()),
-                        input.dir_name(),
-                        input.schema(),
-                    )?;
-                    if let Some(time) = inputs.and_then(|inputs| inputs.last_commit_at())
-                        && newest_input.is_none_or(|(_, newest)| time > newest)
-                    {
-                        newest_input = Some((input, time));
-                    }
+    for check in checks {
+        let table = check.table;
+        let mut units = BTreeMap::new();
+        // The table's own problems, and those across tables found in it.
+        let problems: Vec<&Problem> = check
+            .problems
+            .iter()
+            .chain(
+                run_check
+                    .problems
+                    .iter()
+                    .filter(|problem| problem.path.starts_with(&check.dir)),
+            )
+            .collect();
+        if check.present {
+            writeln!(
+                out,
+                "  {:<18} {} shards, {} rows{}",
+                table.dir_name(),
+                check.entries.len(),
+                check.entries.iter().map(|entry| entry.rows).sum::<u64>(),
+                if problems.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} problem(s)", problems.len())
                 }
-                for record in store.units() {
-                    let state = if record
-                        .shards
-                        .iter()
-                        .any(|file| !committed.contains(file.as_str()))
-                    {
-                        UnitState::Stale("a shard it completed with is gone".into())
-                    } else {
-                        match (newest_input, store.completed_at(&record.unit)) {
-                            (Some((input, newest)), Some(completed)) if newest > completed => {
-                                UnitState::Stale(format!("`{input}` changed after it completed"))
-                            }
-                            _ => UnitState::Complete,
-                        }
-                    };
-                    units.insert(record.unit.clone(), state);
-                }
-                for entry in store.entries() {
-                    units.entry(entry.unit.clone()).or_insert(UnitState::Partial);
-                }
+            )?;
+            for problem in problems.iter().filter(|problem| problem.unit.is_none()) {
+                writeln!(out, "    damaged: {problem}")?;
             }
+            units = table_units(run, check, checks, &problems);
+        } else {
+            writeln!(out, "  {:<18} not started", table.dir_name())?;
+        }
+        for problem in problems
+            .iter()
+            .filter(|problem| !check.present && problem.unit.is_none())
+        {
+            writeln!(out, "    damaged: {problem}")?;
         }
         if let Some(expected) = &expected {
             for (expected_table, key, fingerprint) in expected {
@@ -181,11 +248,11 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     units.insert(key.trim_end_matches('/').to_string(), UnitState::NotStarted);
                     continue;
                 }
-                let (Some(fingerprint), Some(store)) = (fingerprint, &store) else {
+                let Some(fingerprint) = fingerprint else {
                     continue;
                 };
                 for unit in matching {
-                    if let Some(record) = store.unit(&unit)
+                    if let Some(record) = check.records.iter().find(|record| record.unit == unit)
                         && record.fingerprint != *fingerprint
                         && units.get(&unit) == Some(&UnitState::Complete)
                     {
@@ -202,6 +269,7 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 UnitState::Complete => "complete",
                 UnitState::Partial => "partial",
                 UnitState::Stale(_) => "stale",
+                UnitState::Damaged(_) => "damaged",
                 UnitState::NotStarted => "not started",
             };
             *counts.entry(label).or_default() += 1;
@@ -221,5 +289,12 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             summary.join(", ")
         }
     )?;
+    if !run_check.is_intact() {
+        writeln!(
+            out,
+            "the run is damaged: `cfeval verify {}` lists every problem",
+            run.display()
+        )?;
+    }
     Ok(())
 }

@@ -116,12 +116,13 @@ struct Fingerprint<'a> {
 
 /// The unit of work a subject × mode × slice is recorded under.
 pub fn unit(subject: &str, mode: Mode, slice: Slice) -> String {
-    format!(
-        "subject={subject}/mode={}/slice={}-of-{}",
-        mode.as_str(),
-        slice.index,
-        slice.count
-    )
+    cfeval_schema::units::ResponseUnit {
+        subject,
+        mode: mode.as_str(),
+        index: slice.index,
+        count: slice.count,
+    }
+    .to_string()
 }
 
 /// The fingerprint of everything an infer unit's output depends on.
@@ -176,9 +177,17 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     let mode = config.mode;
     let unit = unit(subject.name(), mode, config.slice);
     let fingerprint = fingerprint(config, subject.name(), &variants);
-    if let Some(record) = responses.unit(&unit)
-        && record.fingerprint != fingerprint
-    {
+    // A unit completed, or partly committed, under other settings or inputs
+    // (or holding a shard that is not its own) is redone whole: answers made
+    // from other variants are never kept.
+    let stale = responses
+        .unit(&unit)
+        .is_some_and(|record| record.fingerprint != fingerprint)
+        || responses
+            .entries()
+            .iter()
+            .any(|entry| entry.unit == unit && entry.fingerprint != fingerprint);
+    if stale {
         tracing::info!(%unit, "settings or inputs changed: redoing this unit");
         responses.retire_unit(&unit)?;
     }
@@ -189,11 +198,13 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         ..Report::default()
     };
     let mut catalog: Option<String> = None;
+    // The responses carry the catalog of the variants they answer (the
+    // catalog lock later stages check), when the variants share one.
     let mut writer = responses.writer(Provenance {
         run: config.run.clone(),
         unit: unit.clone(),
         fingerprint: fingerprint.clone(),
-        catalog_hash: None,
+        catalog_hash: variants.catalog_hash().map(str::to_string),
     });
     let mut pending: Vec<VariantRow> = Vec::new();
     for batch in variants.read_rows::<VariantRow>()? {

@@ -35,10 +35,16 @@ pub enum Error {
         "responses were made under different intervention catalogs ({first} and {second}); rerun with allow_mixed_catalogs to judge them together"
     )]
     MixedCatalogs { first: String, second: String },
-    #[error("catalog lock: the run's shards carry catalog {found}, but {expected} was expected")]
+    #[error(
+        "catalog lock: the responses were made under catalog {found}, but this run is locked to catalog {expected} (its variants'); rerun `cfeval infer` for every subject after `cfeval perturb`, or pass --allow-mixed-catalogs"
+    )]
     CatalogLock { expected: String, found: String },
     #[error("run {0} has no responses to judge (run infer first)")]
     NoResponses(String),
+    #[error(
+        "the responses of run {run} hold no rows of subject {subject}; run `cfeval infer --run {run} --subject {subject}` first"
+    )]
+    MissingSubject { subject: String, run: String },
     #[error("failed to start the async runtime for the LLM judge")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]

@@ -16,13 +16,21 @@
 //! same judge and fingerprint skips; a
 //! changed fingerprint (new responses, new prompt, new ontology) redoes the
 //! judge's unit and leaves every other judge's rows untouched.
+//!
+//! Before anything else the judge requires its inputs
+//! ([`cfeval_schema::lineage::require_input`]): `responses`, `variants` and
+//! `cases` must be there, every unit complete and current (a subject's
+//! responses made from variants that changed since, a unit record naming a
+//! shard with no manifest entry, a missing slice are refused, naming the
+//! command that fixes them) and every shard intact; the responses must be
+//! made under the catalog of the run's variants (the catalog lock).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use cfeval_schema::{
-    CaseRow, ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, Reference, ResponseRow, ShardStore,
-    ShardWriter, Table, VariantRow, ids,
+    ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, Reference, ResponseRow, ShardStore,
+    ShardWriter, StoreOptions, Table, TableName, VariantRow, ids, lineage, units,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -162,7 +170,7 @@ pub struct Report {
 
 /// The unit a judge's rows are committed under.
 pub fn unit(judge: &str) -> String {
-    format!("judge={judge}")
+    units::judge(judge)
 }
 
 #[derive(Serialize)]
@@ -314,15 +322,28 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         Judge::Rule(rule) | Judge::Cascade { rule, .. } => (**rule).clone(),
         Judge::Llm { .. } => RuleJudge::builtin()?,
     };
-    let open = |table: &str, schema| ShardStore::open_existing(&run_dir.join(table), table, schema);
-    let Some(responses) = open(ResponseRow::NAME, ResponseRow::schema())? else {
+    let Some(responses) = ShardStore::open_existing(
+        &run_dir.join(ResponseRow::NAME),
+        ResponseRow::NAME,
+        ResponseRow::schema(),
+    )?
+    else {
         return Err(Error::NoResponses(run_dir.display().to_string()));
     };
     if responses.entries().is_empty() {
         return Err(Error::NoResponses(run_dir.display().to_string()));
     }
-    let variants = open(VariantRow::NAME, VariantRow::schema())?;
-    let cases = open(CaseRow::NAME, CaseRow::schema())?;
+    // Complete, current, intact inputs only (verified once per process).
+    let require = |table| lineage::require_input(run_dir, table, StoreOptions::default());
+    let cases = require(TableName::Cases)?;
+    let variants = require(TableName::Variants)?;
+    let responses = require(TableName::Responses)?;
+    let variants_catalog = if config.allow_mixed_catalogs {
+        None
+    } else {
+        lineage::check_store_catalog_lock(&variants, VariantRow::NAME, false)?
+    };
+    let (variants, cases) = (Some(variants), Some(cases));
     let name = judge.name().to_string();
     let unit = unit(&name);
     let hashes = |store: &Option<ShardStore>| {
@@ -394,7 +415,26 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
             }
         }
     }
-    // The lock is checked even when there is nothing left to do.
+    // The lock is checked even when there is nothing left to do: the
+    // responses' one catalog is the catalog of the run's variants.
+    if let (Some(found), Some(expected)) = (&catalog, &variants_catalog)
+        && found != expected
+    {
+        return Err(Error::CatalogLock {
+            expected: expected.clone(),
+            found: found.clone(),
+        });
+    }
+    if let Some(subject) = config
+        .only_subjects
+        .iter()
+        .find(|subject| !subjects.contains(*subject))
+    {
+        return Err(Error::MissingSubject {
+            subject: subject.clone(),
+            run: run_dir.display().to_string(),
+        });
+    }
     if judgments.is_complete(&unit, &fingerprint) {
         report.skipped = true;
         return Ok(report);

@@ -22,10 +22,17 @@ pub enum Error {
         path: PathBuf,
         diagnostics: Vec<Diagnostic>,
     },
-    #[error("table `{table}` holds shards made under {} different intervention catalogs ({}); pass --allow-mixed-catalogs to combine them", .hashes.len(), .hashes.join(", "))]
-    MixedCatalogs { table: String, hashes: Vec<String> },
-    #[error("table `{table}` has shard {file} without a catalog hash; it was not made by the perturb stage")]
-    MissingCatalogHash { table: String, file: String },
+    #[error(
+        "catalog lock: `{table}` of run {} was made under catalog {found}; perturbing with catalog {catalog} ({}) would mix two catalogs in one run. Perturb into a new run folder, or retire `{table}` and every later table: `cfeval perturb --run {} --catalog {} --retire-downstream` (in a pipeline: `cfeval run PIPELINE --from perturb`)",
+        run.display(), file.display(), run.display(), file.display()
+    )]
+    CatalogLocked {
+        run: PathBuf,
+        table: String,
+        found: String,
+        catalog: String,
+        file: PathBuf,
+    },
     #[error("run {run} has no committed `cases` shards to perturb")]
     NoCases { run: PathBuf },
     #[error("perturb stage failed on run {run}: {source}")]

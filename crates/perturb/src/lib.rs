@@ -15,8 +15,12 @@
 //!   fact) is not applicable rather than inconsistent.
 //! - [`run`]: the stage over a run directory (`cases` → `variants`), CPU
 //!   work on rayon, one shard writer, resumable by fingerprint.
-//! - [`check_catalog_lock`]: what later stages call to refuse shards made
-//!   under different catalogs unless mixing is allowed.
+//! - [`check_catalog_lock`]: the rule later stages apply to refuse shards
+//!   made under different catalogs unless mixing is allowed (it lives in
+//!   `cfeval_schema::lineage`, where every stage can reach it; re-exported).
+//!   [`run`] holds the lock the other way round: perturbing a run whose
+//!   later tables were made under another catalog is refused, or retires
+//!   them when [`Config::retire_downstream`] says so.
 
 pub mod catalog;
 mod engine;

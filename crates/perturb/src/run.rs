@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cfeval_schema::{CaseRow, Provenance, ShardStore, VariantRow, ids};
+use cfeval_schema::{CaseRow, Provenance, ShardStore, TableName, VariantRow, ids, units};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -18,6 +18,10 @@ pub struct Config {
     pub catalog: PathBuf,
     /// Worker threads (`None`: rayon's default).
     pub threads: Option<usize>,
+    /// When the run's later tables (`responses`, `judgments`, `scores`) were
+    /// made under another catalog: retire them (true) or refuse (false, the
+    /// default: the catalog is pre-registered, a run never mixes two).
+    pub retire_downstream: bool,
 }
 
 /// Applicable and not-applicable counts of one intervention.
@@ -44,7 +48,7 @@ pub struct Report {
     pub skipped: bool,
 }
 
-const UNIT: &str = "perturb";
+const UNIT: &str = units::PERTURB;
 
 /// Applies the catalog to every committed case of `run_dir` and writes
 /// `variants`. A rerun with the same cases and catalog does nothing; a
@@ -86,6 +90,7 @@ pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
         report.skipped = true;
         return Ok(report);
     }
+    lock_downstream(config, run_dir, &variants, catalog.hash())?;
     let stale = variants.entries().iter().any(|entry| entry.unit == UNIT);
     if stale {
         let removed = variants.retire_unit(UNIT).map_err(schema)?;
@@ -162,58 +167,48 @@ fn count(report: &mut Report, rows: &[VariantRow]) {
     }
 }
 
-/// The pre-registration lock for later stages: given the catalog hashes of
-/// the shards a stage reads, returns the one catalog hash they share, or
-/// refuses when they come from different catalogs (unless `allow_mixed`) or
-/// when a shard has no catalog hash at all.
-pub fn check_catalog_lock<'a>(
-    table: &str,
-    shards: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
-    allow_mixed: bool,
-) -> Result<Option<String>> {
-    let mut hashes: Vec<String> = Vec::new();
-    for (file, hash) in shards {
-        let Some(hash) = hash else {
-            return Err(Error::MissingCatalogHash {
-                table: table.to_string(),
-                file: file.to_string(),
-            });
+/// The catalog lock, whatever order the stages run in: the run's later
+/// tables made under another catalog than `catalog` (their shards' catalog
+/// hash, or the current variants' for shards that carry none) are retired
+/// when the config says so, and refused otherwise.
+fn lock_downstream(config: &Config, run_dir: &Path, variants: &ShardStore, catalog: &str) -> Result<()> {
+    let schema = |source| Error::Schema {
+        run: run_dir.to_path_buf(),
+        source,
+    };
+    let current = variants.catalog_hash();
+    for table in TableName::Variants.downstream() {
+        let dir = run_dir.join(table.dir_name());
+        let Some(store) =
+            ShardStore::open_existing(&dir, table.dir_name(), table.schema()).map_err(schema)?
+        else {
+            continue;
         };
-        if !hashes.iter().any(|known| known == hash) {
-            hashes.push(hash.to_string());
+        let other = store.entries().iter().find_map(|entry| {
+            let made_under = entry.catalog_hash.as_deref().or(current)?;
+            (made_under != catalog).then(|| made_under.to_string())
+        });
+        let Some(other) = other else { continue };
+        if !config.retire_downstream {
+            return Err(Error::CatalogLocked {
+                run: run_dir.to_path_buf(),
+                table: table.dir_name().to_string(),
+                found: other,
+                catalog: catalog.to_string(),
+                file: config.catalog.clone(),
+            });
         }
+        let mut store = ShardStore::open(
+            &dir,
+            table.dir_name(),
+            table.schema(),
+            cfeval_schema::StoreOptions::default(),
+        )
+        .map_err(schema)?;
+        let removed = store.retire_all().map_err(schema)?;
+        tracing::warn!(%table, removed, "retired rows made under another catalog");
     }
-    hashes.sort();
-    match hashes.len() {
-        0 => Ok(None),
-        1 => Ok(hashes.pop()),
-        _ if allow_mixed => {
-            tracing::warn!(
-                table,
-                catalogs = hashes.len(),
-                "combining shards made under different catalogs"
-            );
-            Ok(None)
-        }
-        _ => Err(Error::MixedCatalogs {
-            table: table.to_string(),
-            hashes,
-        }),
-    }
+    Ok(())
 }
 
-/// [`check_catalog_lock`] over the committed shards of a store.
-pub fn check_store_catalog_lock(
-    store: &ShardStore,
-    table: &str,
-    allow_mixed: bool,
-) -> Result<Option<String>> {
-    check_catalog_lock(
-        table,
-        store
-            .entries()
-            .iter()
-            .map(|entry| (entry.file.as_str(), entry.catalog_hash.as_deref())),
-        allow_mixed,
-    )
-}
+pub use cfeval_schema::lineage::{check_catalog_lock, check_store_catalog_lock};

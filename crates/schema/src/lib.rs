@@ -8,6 +8,11 @@
 //!   the commit protocol (temp file → fsync → rename → manifest entry) that
 //!   makes stages resumable and crash-safe.
 //! - [`ids`]: stable BLAKE3 content-hash ids and settings fingerprints.
+//! - [`lineage`]: what each unit was computed from, whether it is complete
+//!   and current, what a stage may take as input ([`lineage::require_input`])
+//!   and the catalog lock.
+//! - [`units`]: how each stage names its units of work.
+//! - [`verify`]: every check of a whole run, none fatal (`cfeval verify`).
 //!
 //! Every shard's footer records the schema version, the cfeval version, the
 //! run, the unit of work, the settings fingerprint and the catalog hash.
@@ -15,16 +20,22 @@
 pub mod atomic;
 pub mod error;
 pub mod ids;
+pub mod lineage;
 pub mod progress;
 pub mod sample;
 pub mod shard;
 mod table;
 pub mod tables;
+pub mod units;
+pub mod verify;
 
 pub use atomic::write_atomic;
 pub use error::{Error, Result};
 pub use progress::Progress;
-pub use shard::{Provenance, Scan, ShardEntry, ShardStore, ShardWriter, StoreOptions, UnitRecord};
+pub use shard::{
+    Provenance, Scan, ShardEntry, ShardStore, ShardWriter, StoreOptions, UnitRecord, set_verify_reads,
+    verify_reads,
+};
 pub use table::{Table, TableName};
 pub use tables::*;
 

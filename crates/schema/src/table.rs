@@ -112,6 +112,30 @@ impl TableName {
         }
     }
 
+    /// The tables this table is computed from (their digests are recorded
+    /// in each completed unit: see [`crate::lineage`]).
+    pub fn inputs(self) -> &'static [TableName] {
+        match self {
+            TableName::Cases | TableName::CasesQuarantine => &[],
+            TableName::Variants => &[TableName::Cases],
+            TableName::Responses => &[TableName::Variants],
+            TableName::Judgments => &[TableName::Responses, TableName::Variants, TableName::Cases],
+            TableName::Scores => &[TableName::Judgments],
+        }
+    }
+
+    /// The tables computed from this one, directly or not, in pipeline order.
+    pub fn downstream(self) -> Vec<TableName> {
+        let mut found = vec![self];
+        for table in TableName::ALL {
+            if table.inputs().iter().any(|input| found.contains(input)) && !found.contains(&table) {
+                found.push(table);
+            }
+        }
+        found.remove(0);
+        found
+    }
+
     /// The table's Arrow schema.
     pub fn schema(self) -> SchemaRef {
         match self {

@@ -212,7 +212,7 @@ impl Shape {
 
 /// Writes the shape's rows as the `judgments` table of `run_dir`, in batches.
 pub fn write_judgments(shape: &Shape, run_dir: &std::path::Path) -> crate::Result<u64> {
-    let store = cfeval_schema::ShardStore::open_table::<JudgmentRow>(run_dir)?;
+    let mut store = cfeval_schema::ShardStore::open_table::<JudgmentRow>(run_dir)?;
     let mut writer = store.writer(cfeval_schema::Provenance {
         run: shape.run.clone(),
         unit: "synthetic".into(),
@@ -231,6 +231,7 @@ pub fn write_judgments(shape: &Shape, run_dir: &std::path::Path) -> crate::Resul
     }
     writer.write_rows(&batch)?;
     written += batch.len() as u64;
-    writer.finish()?;
+    let shards = writer.finish()?;
+    store.mark_complete("synthetic", "synthetic", &shards)?;
     Ok(written)
 }

@@ -145,10 +145,17 @@ fn cohort(run_dir: &Path, cases: usize, seed: u64) -> anyhow::Result<PathBuf> {
 }
 
 /// The pipeline's catalog applied to the cases in `run_dir`.
-pub fn perturb_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<cfeval_perturb::Report> {
+/// `retire_downstream`: retire later tables made under another catalog
+/// (`--from perturb`) rather than refuse.
+pub fn perturb_cases(
+    pipeline: &Pipeline,
+    run_dir: &Path,
+    retire_downstream: bool,
+) -> anyhow::Result<cfeval_perturb::Report> {
     let config = cfeval_perturb::Config {
         catalog: pipeline.catalog.clone(),
         threads: None,
+        retire_downstream,
     };
     Ok(cfeval_perturb::run(&config, run_dir)?)
 }
@@ -328,9 +335,11 @@ impl Driver {
         schema: arrow_schema::SchemaRef,
         owns: &dyn Fn(&str) -> bool,
     ) -> anyhow::Result<()> {
-        let Some(mut store) = ShardStore::open_existing(&self.run_dir.join(table), table, schema)? else {
+        let dir = self.run_dir.join(table);
+        if !dir.is_dir() {
             return Ok(());
-        };
+        }
+        let mut store = ShardStore::open(&dir, table, schema, cfeval_schema::StoreOptions::default())?;
         let mut units: Vec<String> = store.units().map(|record| record.unit.clone()).collect();
         units.extend(store.entries().iter().map(|entry| entry.unit.clone()));
         units.sort();
@@ -397,7 +406,7 @@ impl Driver {
         if self.forced(Stage::Perturb) {
             self.retire(VariantRow::NAME, VariantRow::schema(), &|_| true)?;
         }
-        let report = perturb_cases(&self.pipeline, &self.run_dir)?;
+        let report = perturb_cases(&self.pipeline, &self.run_dir, self.forced(Stage::Perturb))?;
         let rows = ShardStore::open_table::<VariantRow>(&self.run_dir)?.rows();
         self.with_summary(|summary| summary.variants = rows);
         let state = if report.skipped {

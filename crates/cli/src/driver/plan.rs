@@ -144,7 +144,7 @@ fn variants_for_plan(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<(Sha
     let _ = fs_err::remove_dir_all(&scratch);
     fs_err::create_dir_all(&scratch)?;
     super::synthesize_cases(pipeline, &scratch)?;
-    super::perturb_cases(pipeline, &scratch)?;
+    super::perturb_cases(pipeline, &scratch, false)?;
     Ok((ShardStore::open_table::<VariantRow>(&scratch)?, Some(scratch)))
 }
 

@@ -1,5 +1,6 @@
 //! Integration tests of the `cfeval` binary.
 
+mod corruption;
 mod driver;
 mod gold;
 mod infer_resume;

@@ -17,17 +17,21 @@ use cfeval_schema::{
 
 const CATALOG: &str = "catalog-hash";
 
+/// Writes `rows` as a completed unit of their own (each write one unit, so
+/// that every unit's record names exactly its shards).
 fn write<T: Table>(run_dir: &Path, rows: &[T]) {
+    static UNITS: AtomicU64 = AtomicU64::new(0);
+    let unit = format!("fixture-{}", UNITS.fetch_add(1, Ordering::Relaxed));
     let mut store = ShardStore::open_table::<T>(run_dir).expect("store");
     let mut writer = store.writer(Provenance {
         run: "t".into(),
-        unit: "fixture".into(),
+        unit: unit.clone(),
         fingerprint: "f".into(),
         catalog_hash: Some(CATALOG.into()),
     });
     writer.write_rows(rows).expect("write");
     let entries = writer.finish().expect("finish");
-    store.mark_complete("fixture", "f", &entries).expect("mark");
+    store.mark_complete(&unit, "f", &entries).expect("mark");
 }
 
 fn case(case_id: &str, items: &[(&str, f64)]) -> CaseRow {

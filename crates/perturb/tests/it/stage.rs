@@ -29,6 +29,7 @@ fn run_writes_every_row_stamped_with_the_catalog_and_resumes() {
     let config = Config {
         catalog: shipped(),
         threads: Some(2),
+        retire_downstream: false,
     };
     let report = run(&config, dir.path()).unwrap_or_else(|error| panic!("{error}"));
     let interventions = 14;
@@ -61,6 +62,7 @@ fn run_writes_every_row_stamped_with_the_catalog_and_resumes() {
         &Config {
             catalog: edited,
             threads: Some(1),
+            retire_downstream: false,
         },
         dir.path(),
     )
@@ -80,6 +82,7 @@ fn a_run_without_cases_is_an_error() {
     let config = Config {
         catalog: shipped(),
         threads: None,
+        retire_downstream: false,
     };
     assert!(matches!(run(&config, dir.path()), Err(Error::NoCases { .. })));
 }
@@ -114,6 +117,56 @@ fn mixed_catalogs_are_refused_unless_allowed() {
     let missing = [("part-00000.parquet", None)];
     assert!(matches!(
         check_catalog_lock("responses", missing, false),
-        Err(Error::MissingCatalogHash { .. })
+        Err(cfeval_schema::Error::MissingCatalogHash { .. })
     ));
+}
+
+/// The lock the other way round: perturbing a run whose later tables were
+/// made under another catalog is refused, or retires them when asked.
+#[test]
+fn another_catalog_after_infer_is_refused_or_retires_later_tables() {
+    let dir = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    write_cases(dir.path());
+    let config = |catalog: std::path::PathBuf, retire_downstream| Config {
+        catalog,
+        threads: Some(1),
+        retire_downstream,
+    };
+    let first = run(&config(shipped(), false), dir.path()).unwrap_or_else(|error| panic!("{error}"));
+    // Responses made from those variants.
+    let responses = ShardStore::open_table::<cfeval_schema::ResponseRow>(dir.path())
+        .unwrap_or_else(|error| panic!("{error}"));
+    let mut writer = responses.writer(Provenance {
+        run: "r".into(),
+        unit: "subject=control/reference/mode=single_shot/slice=1-of-1".into(),
+        fingerprint: "f".into(),
+        catalog_hash: Some(first.catalog_hash.clone()),
+    });
+    writer
+        .write_rows(&[cfeval_schema::sample::response(0)])
+        .unwrap_or_else(|error| panic!("{error}"));
+    writer.finish().unwrap_or_else(|error| panic!("{error}"));
+    // The same catalog again is fine (and skips).
+    assert!(
+        run(&config(shipped(), false), dir.path())
+            .unwrap_or_else(|error| panic!("{error}"))
+            .skipped
+    );
+    let edited = dir.path().join("edited.yaml");
+    let text = std::fs::read_to_string(shipped()).unwrap_or_default() + "\n# revised\n";
+    std::fs::write(&edited, text).unwrap_or_else(|error| panic!("{error}"));
+    let error = run(&config(edited.clone(), false), dir.path()).expect_err("refused");
+    assert!(matches!(error, Error::CatalogLocked { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("`responses`"), "{message}");
+    assert!(message.contains("--retire-downstream"), "{message}");
+    // Nothing changed.
+    let variants = ShardStore::open_table::<VariantRow>(dir.path()).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(variants.catalog_hash(), Some(first.catalog_hash.as_str()));
+    // Asked to, it retires the later tables and perturbs.
+    let second = run(&config(edited, true), dir.path()).unwrap_or_else(|error| panic!("{error}"));
+    assert_ne!(second.catalog_hash, first.catalog_hash);
+    let responses = ShardStore::open_table::<cfeval_schema::ResponseRow>(dir.path())
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert!(responses.entries().is_empty());
 }

@@ -85,6 +85,19 @@ fn wrong_schema_shard_names_the_path() {
         serde_json::to_vec(&entry).expect("json"),
     )
     .expect("manifest");
+    // The entry says it belongs to `scores`: refused when the manifest is read.
+    let error = ShardStore::open_table::<JudgmentRow>(dir.path()).expect_err("another table's entry");
+    let message = error.to_string();
+    assert!(message.contains("part-00000.json"), "{message}");
+    assert!(message.contains("is an entry of table `scores`"), "{message}");
+    // Forged to say `judgments`: the footer still says `scores`.
+    let mut forged = entry.clone();
+    forged.table = "judgments".into();
+    std::fs::write(
+        target.join("_manifest/part-00000.json"),
+        serde_json::to_vec(&forged).expect("json"),
+    )
+    .expect("manifest");
     let store = ShardStore::open_table::<JudgmentRow>(dir.path()).expect("open");
     let error = store
         .scan(None)
@@ -139,6 +152,8 @@ fn foreign_parquet_with_wrong_columns_is_refused() {
     std::fs::copy(dir.path().join("fake").join(&fake.file), target.join(&entry.file)).expect("copy");
     let mut forged = entry.clone();
     forged.bytes = fake.bytes;
+    forged.blake3 = fake.blake3.clone();
+    forged.rows = fake.rows;
     std::fs::write(
         target.join("_manifest/part-00000.json"),
         serde_json::to_vec(&forged).expect("json"),

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod crash;
+mod integrity;
 mod roundtrip;
 mod store;
 mod support;

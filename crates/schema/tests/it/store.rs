@@ -27,6 +27,7 @@ fn rolls_shards_by_size_and_reads_them_in_order() {
         row_group_bytes: 8 * 1024,
         target_shard_bytes: 20_000,
         read_batch_rows: 777,
+        ..StoreOptions::default()
     };
     let store = ShardStore::open(
         &dir.path().join("judgments"),
