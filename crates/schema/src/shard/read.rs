@@ -229,18 +229,25 @@ impl Scan {
     }
 
     fn open_next(&mut self) -> Option<Result<()>> {
-        let index = self.next_file;
-        let shard = self.shards.get(index)?;
-        self.next_file += 1;
-        Some(
-            open_shard_reader(&self.handle, shard, self.columns.as_deref()).map(|reader| {
-                self.current = Some(Current {
-                    shard: index,
-                    reader,
-                    rows: 0,
-                });
-            }),
-        )
+        loop {
+            let index = self.next_file;
+            let shard = self.shards.get(index)?;
+            self.next_file += 1;
+            match open_shard_reader(&self.handle, shard, self.columns.as_deref()) {
+                Ok(reader) => {
+                    self.current = Some(Current {
+                        shard: index,
+                        reader,
+                        rows: 0,
+                    });
+                    return Some(Ok(()));
+                }
+                // Retired by another writer since the scan began (its entry
+                // goes first, then its file): gone is gone, as in `refresh`.
+                Err(Error::MissingShard { .. }) if !shard.manifest.exists() => continue,
+                Err(error) => return Some(Err(error)),
+            }
+        }
     }
 
     /// Stops the scan after an error.
