@@ -7,7 +7,11 @@
 //!
 //! - [`ontology`]: the regimen and drug-class ontology (`data/ontology/`)
 //!   that reads a recommendation into classes, drugs, line, intent, tests.
-//! - [`rule`]: the deterministic, offline [`RuleJudge`] and CMS.
+//! - [`reading`]: where a reply states its plan ([`reading::plan`]) and what
+//!   it says about each treatment or test ([`reading::context`]).
+//! - [`rule`]: the deterministic, offline [`RuleJudge`] and CMS; it abstains
+//!   (`uncertain`) rather than guess, and [`Judge::Cascade`] sends only those
+//!   pairs to a model judge.
 //! - [`llm`]: the [`LlmJudge`], strict JSON verdicts from a model with one
 //!   repair retry; the subject's text is quoted as data.
 //! - [`families`]: the model-family map (`data/model-families.yaml`) and the
