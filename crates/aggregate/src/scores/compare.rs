@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cfeval_schema::ScoreRow;
 
-use super::Spec;
+use super::{Spec, SpecKey};
 use crate::accumulate::Accumulated;
 use crate::stats::{self, BootstrapResult, Weights};
 
@@ -62,8 +62,6 @@ fn with_interval(mut row: ScoreRow, interval: Option<(f64, f64)>, method: &str) 
     row
 }
 
-type SpecKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, &'a str);
-
 /// Ranks, rank probabilities, Spearman ρ (CMS vs CSS), blind spots and
 /// cross-judge agreement, over the subjects under test.
 pub fn comparison_rows(
@@ -76,19 +74,7 @@ pub fn comparison_rows(
     let index_of: HashMap<SpecKey<'_>, usize> = specs
         .iter()
         .enumerate()
-        .map(|(index, spec)| {
-            (
-                (
-                    spec.subject.as_str(),
-                    spec.mode.as_str(),
-                    spec.judge.as_str(),
-                    spec.metric.as_str(),
-                    spec.level,
-                    spec.group.as_str(),
-                ),
-                index,
-            )
-        })
+        .map(|(index, spec)| (spec.key(), index))
         .collect();
     let is_control = |subject: &str| accumulated.is_control.get(subject).copied().unwrap_or(false);
     let mut rows = Vec::new();

@@ -31,6 +31,23 @@ pub struct Spec {
     pub statistic: Statistic,
 }
 
+/// What names an estimate: (subject, mode, judge, metric, level, group).
+pub type SpecKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, &'a str);
+
+impl Spec {
+    /// The estimate's name, for looking specs up by it.
+    pub fn key(&self) -> SpecKey<'_> {
+        (
+            self.subject.as_str(),
+            self.mode.as_str(),
+            self.judge.as_str(),
+            self.metric.as_str(),
+            self.level,
+            self.group.as_str(),
+        )
+    }
+}
+
 /// The series of the accumulated sums laid out for the bootstrap.
 pub struct Layout {
     pub keys: Vec<SeriesKey>,
@@ -176,22 +193,7 @@ pub fn specs(accumulated: &Accumulated, layout: &Layout, families: &Families<'_>
     }
     // Paired deltas agent − single_shot of the same subject under the same judge.
     let mut deltas = Vec::new();
-    let by_key: HashMap<(&str, &str, &str, &str, &str, &str), &Spec> = out
-        .iter()
-        .map(|spec| {
-            (
-                (
-                    spec.subject.as_str(),
-                    spec.mode.as_str(),
-                    spec.judge.as_str(),
-                    spec.metric.as_str(),
-                    spec.level,
-                    spec.group.as_str(),
-                ),
-                spec,
-            )
-        })
-        .collect();
+    let by_key: HashMap<SpecKey<'_>, &Spec> = out.iter().map(|spec| (spec.key(), spec)).collect();
     for spec in &out {
         if spec.mode != "agent"
             || !matches!(
