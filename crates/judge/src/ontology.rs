@@ -22,6 +22,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::reading::context::{ContextRules, Direction, Phrases, Status, Trigger, tokens};
+use crate::reading::mention::{MentionVocabulary, marker_reach, stage_mentions};
 use crate::reading::plan::{Plan, PlanVocabulary, find_plan};
 
 /// The ontology shipped with cfeval, compiled in.
@@ -41,10 +42,13 @@ struct RawOntology {
     ancillary_classes: Vec<String>,
     lines: BTreeMap<String, Vec<String>>,
     order_words: Vec<String>,
-    unknown_words: Vec<String>,
     result_words: Vec<String>,
     markers: BTreeMap<String, Vec<String>>,
-    mentions: BTreeMap<String, Vec<String>>,
+    mentions: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    mention_links: Vec<String>,
+    stage_words: Vec<String>,
+    metastatic_sites: Vec<String>,
+    lesion_words: Vec<String>,
     plan_labels: Vec<String>,
     other_labels: Vec<String>,
     recommend_cues: Vec<String>,
@@ -127,11 +131,12 @@ pub struct Ontology {
     intent: Phrases<String>,
     lines: Phrases<String>,
     order_words: Phrases<()>,
-    unknown_words: Phrases<()>,
     result_words: Phrases<()>,
     markers: Phrases<String>,
     marker_names: BTreeSet<String>,
+    /// Fact kind to its phrases, each to the value it states.
     mentions: BTreeMap<String, Phrases<String>>,
+    mention_vocabulary: MentionVocabulary,
     unchanged_cues: Phrases<()>,
     context: ContextRules,
     vocabulary: PlanVocabulary,
@@ -169,7 +174,7 @@ pub struct Analysis {
     pub intent: Option<String>,
     /// Line-of-therapy words found (`first`, `second`, `third`, `next`).
     pub lines: BTreeSet<String>,
-    /// Markers the text orders a test for or calls unknown.
+    /// Markers the reply orders a test for (anywhere in it, see [`Ontology::read`]).
     pub tests: BTreeSet<String>,
     /// The reply says its plan is unchanged ("no change", "continue current plan").
     pub unchanged: bool,
@@ -232,8 +237,13 @@ pub(crate) fn clauses(text: &str) -> Vec<String> {
     let mut current = String::new();
     let characters: Vec<char> = text.chars().collect();
     for (index, &character) in characters.iter().enumerate() {
+        // A mark that stands alone ("HER2 ? - not on chart") is shorthand,
+        // not the end of a sentence.
         let sentence_end = matches!(character, '.' | '?' | '!')
-            && characters.get(index + 1).is_none_or(|next| next.is_whitespace());
+            && characters.get(index + 1).is_none_or(|next| next.is_whitespace())
+            && index
+                .checked_sub(1)
+                .is_none_or(|previous| !characters[previous].is_whitespace());
         if matches!(character, ';' | '\n' | '•' | '|') || sentence_end {
             out.push(std::mem::take(&mut current));
         } else {
@@ -381,14 +391,20 @@ impl Ontology {
         let mentions = raw
             .mentions
             .iter()
-            .map(|(kind, phrases)| {
-                let mut set = Phrases::default();
-                for phrase in phrases {
-                    set.insert(phrase, words(phrase).join(" "));
-                }
-                (kind.clone(), set)
-            })
+            .map(|(kind, values)| (kind.clone(), keyed_set(values)))
             .collect();
+        let mention_vocabulary = MentionVocabulary {
+            links: phrase_set(&raw.mention_links),
+            stage_words: phrase_set(&raw.stage_words),
+            sites: raw
+                .metastatic_sites
+                .iter()
+                .fold(Phrases::default(), |mut set, site| {
+                    set.insert(site, site.clone());
+                    set
+                }),
+            lesion_words: phrase_set(&raw.lesion_words),
+        };
         Ok(Self {
             hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
             drug_classes,
@@ -401,11 +417,11 @@ impl Ontology {
             intent: keyed_set(&raw.intent),
             lines: keyed_set(&raw.lines),
             order_words: phrase_set(&raw.order_words),
-            unknown_words: phrase_set(&raw.unknown_words),
             result_words: phrase_set(&raw.result_words),
             markers: keyed_set(&raw.markers),
             marker_names: raw.markers.keys().cloned().collect(),
             mentions,
+            mention_vocabulary,
             unchanged_cues: phrase_set(&raw.unchanged_cues),
             context,
             vocabulary: PlanVocabulary {
@@ -463,7 +479,22 @@ impl Ontology {
             self.treatments.contains(&tokens) || self.markers.contains(&tokens)
         };
         let plan = find_plan(&self.vocabulary, reply, &has_content);
-        let analysis = self.analyze(&plan.text);
+        let mut analysis = self.analyze(&plan.text);
+        // A test ordered anywhere in the reply is ordered ("I have asked
+        // pathology to perform HER2 IHC" before the recommendation).
+        for clause in clauses(reply) {
+            let tokens = tokens(&clause);
+            let items: Vec<(usize, usize)> = self
+                .treatments
+                .find(&tokens)
+                .iter()
+                .map(|(start, end, _)| (*start, *end))
+                .collect();
+            for marker in self.ordered_tests(&tokens, &items) {
+                analysis.signature.insert(format!("test:{marker}"));
+                analysis.tests.insert(marker);
+            }
+        }
         Reading { plan, analysis }
     }
 
@@ -503,8 +534,15 @@ impl Ontology {
             let lines = self.lines.find(&tokens);
             let spans: Vec<(usize, usize)> = lines.iter().map(|(start, end, _)| (*start, *end)).collect();
             let mut rank = None;
-            for ((_, _, line), status) in lines.iter().zip(self.context.classify(&tokens, &spans, &items)) {
-                if status == Status::Planned {
+            for ((_, end, line), status) in lines.iter().zip(self.context.classify(&tokens, &spans, &items)) {
+                // A line word takes the status of the treatment it
+                // introduces ("switch to FOLFIRI only if progression is
+                // confirmed" plans no switch).
+                let introduced = found
+                    .iter()
+                    .position(|(start, _, _)| start >= end)
+                    .map(|index| treatments[index].2);
+                if status == Status::Planned && introduced.is_none_or(|status| status == Status::Planned) {
                     analysis.lines.insert(line.clone());
                     if let Some(order) = self.line_order.iter().position(|name| name == line) {
                         rank = Some(rank.map_or(order, |rank: usize| rank.min(order)));
@@ -619,29 +657,30 @@ impl Ontology {
             .is_some_and(|token| self.time_reference_words.contains(token))
     }
 
-    /// The markers a clause orders a test for or calls unknown. An order
-    /// word (`order`, `send`, `testing`) counts unless the clause reports a
-    /// result (`showed`, `returned`) without an explicit request; an
-    /// unknown word (`unknown`, `not tested`, `pending`) always counts; a
-    /// negated or historical cue (`no need to repeat`, `was tested`) never.
+    /// The markers a clause orders a test for: an order word (`order`,
+    /// `send`, `testing`, `pending`) that is planned or conditional, in a
+    /// clause that reports no result (`showed`, `returned`) — "HER2 IHC 2+,
+    /// ISH amplified" is a result. Calling a marker unknown is not ordering
+    /// its test (it is a mention of the fact, see [`Ontology::mentions`]);
+    /// a negated or historical order (`no need to repeat`, `was tested`)
+    /// never counts.
     fn ordered_tests(&self, tokens: &[String], items: &[(usize, usize)]) -> Vec<String> {
         let markers = self.markers.find(tokens);
-        if markers.is_empty() {
+        if markers.is_empty() || self.result_words.contains(tokens) {
             return Vec::new();
         }
-        let orders = self.order_words.find(tokens);
-        let unknowns = self.unknown_words.find(tokens);
-        let result = self.result_words.contains(tokens);
-        let cues: Vec<(usize, usize)> = orders
+        let orders: Vec<(usize, usize)> = self
+            .order_words
+            .find(tokens)
             .iter()
-            .chain(&unknowns)
             .map(|(start, end, ())| (*start, *end))
             .collect();
-        let statuses = self.context.classify(tokens, &cues, items);
-        let live = |index: usize| matches!(statuses[index], Status::Planned | Status::Conditional);
-        let ordered = (0..orders.len()).any(live) && !result;
-        let unknown = (orders.len()..cues.len()).any(live);
-        if ordered || unknown {
+        let ordered = self
+            .context
+            .classify(tokens, &orders, items)
+            .into_iter()
+            .any(|status| matches!(status, Status::Planned | Status::Conditional));
+        if ordered {
             markers.into_iter().map(|(_, _, marker)| marker).collect()
         } else {
             Vec::new()
@@ -687,43 +726,129 @@ impl Ontology {
             .collect()
     }
 
-    /// Mention keys of one fact kind (`biomarker`, `surgery`, `stage`,
-    /// `prior_line`) in a text: for biomarkers `MARKER:status` pairs within
-    /// three words (a status word, or a number: `TPS <1%`, `IHC 3+`), for the
-    /// other kinds the phrases themselves.
+    /// What a text says about one fact kind (`biomarker`, `surgery`,
+    /// `stage`, `prior_line`), as values ([`crate::reading::mention`]): for
+    /// biomarkers `MARKER:value` (a status value, or the number written:
+    /// `TPS <1%` is `PD-L1:1`); for stage `stage:<group>`, `metastatic`,
+    /// `non_metastatic`, `locally_advanced`; for surgery `resected`,
+    /// `unresected`, `operable`; for prior lines `progression`.
     pub fn mentions(&self, text: &str, kind: &str) -> BTreeSet<String> {
         let mut found = BTreeSet::new();
         for clause in clauses(text) {
             let tokens = words(&clause);
-            if kind == "biomarker" {
-                let mut status_hits = self
-                    .mentions
-                    .get("biomarker_status")
-                    .map(|statuses| statuses.find(&tokens))
-                    .unwrap_or_default();
-                let marker_hits = self.markers.find(&tokens);
-                for (index, token) in tokens.iter().enumerate() {
-                    let inside_marker = marker_hits
+            match kind {
+                "biomarker" => {
+                    found.extend(self.biomarker_mentions(&crate::reading::context::tokens(&clause)))
+                }
+                "stage" => found.extend(stage_mentions(&self.mention_vocabulary, &tokens)),
+                "surgery" => found.extend(self.surgery_mentions(&clause)),
+                _ => {}
+            }
+            if kind != "biomarker"
+                && let Some(set) = self.mentions.get(kind)
+            {
+                // A fact named as a contingency or hypothesis ("lorlatinib
+                // reserved for PD") is not stated.
+                let tokens = crate::reading::context::tokens(&clause);
+                let hits = set.find(&tokens);
+                let spans: Vec<(usize, usize)> = hits.iter().map(|(start, end, _)| (*start, *end)).collect();
+                let statuses = self.context.classify(&tokens, &spans, &spans);
+                found.extend(
+                    hits.into_iter()
+                        .zip(statuses)
+                        .filter(|(_, status)| !matches!(status, Status::Conditional | Status::Hypothetical))
+                        .map(|((_, _, value), _)| value),
+                );
+            }
+        }
+        found.remove("ignore");
+        found
+    }
+
+    /// `MARKER:value` for each status (or number) a marker reaches: within
+    /// three words of the marker's statement (past coordinated markers and
+    /// linking words), with no other marker's statement between them.
+    fn biomarker_mentions(&self, tokens: &[String]) -> Vec<String> {
+        let mut statuses = self
+            .mentions
+            .get("biomarker_status")
+            .map(|statuses| statuses.find(tokens))
+            .unwrap_or_default();
+        let markers = self.markers.find(tokens);
+        let spans: Vec<(usize, usize)> = markers.iter().map(|(start, end, _)| (*start, *end)).collect();
+        for (index, token) in tokens.iter().enumerate() {
+            let inside_marker = spans.iter().any(|(start, end)| (*start..*end).contains(&index));
+            if !inside_marker && token.chars().all(|character| character.is_ascii_digit()) {
+                statuses.push((index, index + 1, token.clone()));
+            }
+        }
+        let mut found = Vec::new();
+        for (start, end, marker) in &markers {
+            let (left, right) = marker_reach(&self.mention_vocabulary, tokens, (*start, *end), &spans);
+            for (status_start, status_end, status) in &statuses {
+                if (*start..*end).contains(status_start) {
+                    continue;
+                }
+                let (near, between) = if *status_start >= *end {
+                    (
+                        *status_start < right || status_start - right <= 3,
+                        (*end, *status_start),
+                    )
+                } else {
+                    // Before the marker, a status is its own ("triple
+                    // negative", "no PD-L1 result") only within the same
+                    // phrase: no comma, colon or parenthesis between.
+                    let apart = tokens[*status_end..*start]
                         .iter()
-                        .any(|(start, end, _)| (*start..*end).contains(&index));
-                    if !inside_marker && token.chars().all(|character| character.is_ascii_digit()) {
-                        status_hits.push((index, index + 1, token.clone()));
-                    }
+                        .any(|token| matches!(token.as_str(), "," | ":" | "(" | ")"));
+                    (
+                        !apart && (*status_end > left || left - status_end <= 3),
+                        (*status_end, *start),
+                    )
+                };
+                // Another marker's statement in between takes the status.
+                let other = spans.iter().any(|(other_start, other_end)| {
+                    *other_start >= between.0
+                        && *other_end <= between.1
+                        && (*other_start >= right || *other_end <= left)
+                });
+                if near && !other && status != "ignore" {
+                    found.push(format!("{marker}:{status}"));
                 }
-                for (start, end, marker) in &marker_hits {
-                    for (status_start, status_end, status) in &status_hits {
-                        let near = (*status_start >= *end && status_start - end <= 3)
-                            || (*status_end <= *start && start - status_end <= 3);
-                        if near {
-                            found.insert(format!("{marker}:{status}"));
-                        }
-                    }
-                }
-            } else if let Some(set) = self.mentions.get(kind) {
-                found.extend(set.find(&tokens).into_iter().map(|(_, _, phrase)| phrase));
             }
         }
         found
+    }
+
+    /// A surgical procedure named as history (`s/p esophagectomy`) is
+    /// `resected`, one negated (`esophagectomy NOT done`, `no surgery`) is
+    /// `unresected`.
+    fn surgery_mentions(&self, clause: &str) -> Vec<String> {
+        let tokens = tokens(clause);
+        let found = self.treatments.find(&tokens);
+        let items: Vec<(usize, usize)> = found.iter().map(|(start, end, _)| (*start, *end)).collect();
+        let statuses = self.context.classify(&tokens, &items, &items);
+        found
+            .iter()
+            .zip(statuses)
+            .filter_map(|((start, _, treatment), status)| {
+                let (_, classes) = self.expand(treatment);
+                if !classes
+                    .iter()
+                    .any(|class| self.time_reference_classes.contains(class))
+                {
+                    return None;
+                }
+                match status {
+                    Status::Negated => Some("unresected".to_string()),
+                    Status::Historical => Some("resected".to_string()),
+                    Status::Planned if self.time_reference(&tokens, *start, &classes) => {
+                        Some("resected".to_string())
+                    }
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
     fn expand(&self, treatment: &Treatment) -> (Vec<String>, Vec<String>) {
@@ -878,9 +1003,74 @@ mod tests {
         assert!(
             ontology
                 .mentions("not a surgical candidate", "surgery")
-                .contains("not a surgical candidate")
+                .contains("unresected")
         );
         assert!(ontology.mentions("FOLFOX", "surgery").is_empty());
+    }
+
+    #[test]
+    fn a_status_reaches_coordinated_markers_and_unknown_is_said_many_ways() {
+        let ontology = ontology();
+        let biomarkers = |text: &str| ontology.mentions(text, "biomarker");
+        assert!(biomarkers("ER and PR are reported positive").contains("ER:positive"));
+        assert!(biomarkers("ER and PR are reported positive").contains("PR:positive"));
+        assert!(
+            biomarkers("The oestrogen and progesterone receptor results were not included")
+                .contains("ER:unknown")
+        );
+        assert!(biomarkers("73M mGC (liver), HER2 ? - not on chart.").contains("HER2:unknown"));
+        assert!(biomarkers("HER2 wasn't specified").contains("HER2:unknown"));
+        assert!(biomarkers("I could not find a PD-L1 result in the referral").contains("PD-L1:unknown"));
+        // Another marker's statement keeps its own status.
+        let mixed = biomarkers("HER2 3+, ER positive");
+        assert!(
+            mixed.contains("HER2:3") && mixed.contains("ER:positive") && !mixed.contains("HER2:positive")
+        );
+    }
+
+    #[test]
+    fn stage_surgery_and_progression_mentions_are_values() {
+        let ontology = ontology();
+        assert!(
+            ontology
+                .mentions("cT4aN2M0 (III) noted", "stage")
+                .contains("stage:III")
+        );
+        assert!(
+            ontology
+                .mentions("M1a disease, i.e. stage IVA", "stage")
+                .contains("stage:IV")
+        );
+        assert!(
+            ontology
+                .mentions("new FDG-avid liver lesions", "stage")
+                .contains("metastatic")
+        );
+        assert!(
+            ontology
+                .mentions(
+                    "s/p CROSS. Esophagectomy NOT done - not surg candidate.",
+                    "surgery"
+                )
+                .contains("unresected")
+        );
+        assert!(
+            ontology
+                .mentions("s/p Ivor Lewis esophagectomy", "surgery")
+                .contains("resected")
+        );
+        assert!(
+            !ontology
+                .mentions("Following resection of a stage III colon cancer", "surgery")
+                .contains("unresected")
+        );
+        assert!(ontology.mentions("followed by surgery", "surgery").is_empty());
+        let progression = |text: &str| ontology.mentions(text, "prior_line");
+        assert!(progression("PD after 10 cycles of FOLFOX").contains("progression"));
+        assert!(progression("lorlatinib reserved for PD").is_empty());
+        assert!(progression("T-DXd at progression").is_empty());
+        assert!(progression("high PD-L1 expression").is_empty());
+        assert!(progression("switch to docetaxel if the disease progresses").is_empty());
     }
 
     #[test]

@@ -168,6 +168,28 @@ impl RuleJudge {
                 hedged.join(", ")
             )));
         }
+        // A plan that announces a new line of therapy but keeps the
+        // progressed regimen's backbone ("switch to 2L CAPOX" after FOLFOX)
+        // believes it moved and repeats what failed: the wrong direction.
+        // A plan that names a first line is that line; later lines beside
+        // it are sequencing, not an announced switch.
+        let announced: Vec<&String> = variant
+            .lines
+            .iter()
+            .filter(|line| !variant.lines.contains("first") && !base.lines.contains(*line))
+            .collect();
+        if !announced.is_empty()
+            && let Some(repeat) = expected
+                .must_not_repeat
+                .as_ref()
+                .and_then(|target| self.repeated(target, variant, input.diff))
+        {
+            return Ok(Verdict::new(
+                Label::UpdatedWrongDirection,
+                format!("the answer announces a new line but {repeat}"),
+                true,
+            ));
+        }
         // The expectation is not met. A plan whose core treatments held (it
         // only added tests, follow-up or reworded its setting) did not move
         // in any direction; one whose treatments moved went the wrong way.
@@ -245,7 +267,7 @@ impl RuleJudge {
         if let Some(marker) = &expected.order_test
             && !variant.tests.contains(marker)
         {
-            failures.push(format!("does not order {marker} testing or call it unknown"));
+            failures.push(format!("does not order {marker} testing"));
         }
         failures
     }
@@ -279,8 +301,13 @@ impl RuleJudge {
             .then(|| format!("repeats the progressed regimen {regimen}"))
     }
 
-    /// Mentions of the changed fact the variant's answer makes and the
-    /// baseline's does not.
+    /// Mentions of the changed fact the variant's answer makes. Where the
+    /// diff's new value can be read (a stage group, a surgery or
+    /// progression status), a mention counts when it states that value
+    /// (`M1a` or `liver lesions` for stage IV; `esophagectomy not done` for
+    /// unresected) — restating the old value is not noticing the change.
+    /// Otherwise (biomarkers, or a value that cannot be read) a mention
+    /// counts when the baseline's answer does not make it.
     fn acknowledged(&self, input: &PairInput<'_>) -> BTreeSet<String> {
         let mut kinds: BTreeSet<&str> = input
             .diff
@@ -304,9 +331,19 @@ impl RuleJudge {
             .collect();
         let mut noticed = BTreeSet::new();
         for kind in kinds {
+            let after: Option<&str> = input
+                .diff
+                .iter()
+                .find(|entry| entry.fact_kind.as_deref() == Some(kind))
+                .and_then(|entry| entry.after.as_deref());
             let kind = if kind == "metastatic" { "stage" } else { kind };
+            let said = self.ontology.mentions(input.variant_text, kind);
+            if let Some(stating) = after.and_then(|after| values_stating(kind, after)) {
+                noticed.extend(said.into_iter().filter(|value| stating.contains(value)));
+                continue;
+            }
             let before = self.ontology.mentions(input.baseline_text, kind);
-            for mention in self.ontology.mentions(input.variant_text, kind) {
+            for mention in said {
                 let about_changed_marker = kind != "biomarker"
                     || markers.is_empty()
                     || markers
@@ -370,6 +407,33 @@ impl RuleJudge {
         }
         item.classes.iter().all(planned)
     }
+}
+
+/// The mention values (see [`crate::Ontology::mentions`]) that state a
+/// fact kind's new value `after`, when it can be read.
+fn values_stating(kind: &str, after: &str) -> Option<BTreeSet<String>> {
+    let values: &[&str] = match (kind, after.to_lowercase().as_str()) {
+        ("stage", "true") => &["metastatic", "stage:IV"],
+        ("stage", "false") => &["non_metastatic", "locally_advanced"],
+        ("stage", group) => {
+            let group = crate::reading::mention::stage_group(group, true)?;
+            let mut values: BTreeSet<String> = [format!("stage:{group}")].into();
+            if group == "IV" {
+                values.insert("metastatic".into());
+            } else {
+                values.insert("non_metastatic".into());
+                if group == "III" {
+                    values.insert("locally_advanced".into());
+                }
+            }
+            return Some(values);
+        }
+        ("surgery", "resected" | "done" | "r0" | "r1") => &["resected"],
+        ("surgery", "unresected" | "not_done" | "unresectable" | "not done") => &["unresected"],
+        ("prior_line", "progression" | "progressed" | "refractory") => &["progression"],
+        _ => return None,
+    };
+    Some(values.iter().map(|value| value.to_string()).collect())
 }
 
 fn describe_move(base: &Analysis, variant: &Analysis) -> String {

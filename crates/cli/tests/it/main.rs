@@ -2,7 +2,6 @@
 
 mod corruption;
 mod driver;
-mod gold;
 mod infer_resume;
 mod inspect;
 mod judge;

@@ -4,6 +4,7 @@
 //! ([`crate::ontology`]) supplies every phrase both use.
 
 pub mod context;
+pub mod mention;
 pub mod plan;
 
 pub use crate::ontology::words;

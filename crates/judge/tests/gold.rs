@@ -242,6 +242,18 @@ fn judge_all() -> Vec<Judged> {
                 expected_text: Some(&expected_text),
                 diff: &diff,
             };
+            if std::env::var("CFEVAL_GOLD_DEBUG").is_ok_and(|id| id == record.id) {
+                for text in [&record.baseline, &record.variant] {
+                    let reading = judge.ontology().read(text);
+                    println!(
+                        "{} plan ({}): {:?}",
+                        record.id,
+                        reading.plan.source.as_str(),
+                        reading.plan.text
+                    );
+                    println!("{:#?}", reading.analysis);
+                }
+            }
             let verdict = judge
                 .judge_pair(&input)
                 .unwrap_or_else(|error| panic!("{}: {error}", record.id));
