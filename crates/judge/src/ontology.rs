@@ -207,6 +207,15 @@ impl Analysis {
     }
 }
 
+/// What a planned treatment is for the order of a plan (see `analyze`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SettingRole {
+    Operation,
+    Systemic,
+    Chemoradiation,
+    Other,
+}
+
 /// One treatment mention of a clause: its drugs, its classes, its status.
 type ReadTreatment = (Vec<String>, Vec<String>, Status);
 
@@ -561,6 +570,8 @@ impl Ontology {
             .filter(|(_, treatments)| treatments.iter().any(|(_, _, status)| *status == Status::Planned))
             .filter_map(|(rank, _)| *rank)
             .min();
+        // What each planned treatment is, in the order the plan names them.
+        let mut sequence: Vec<SettingRole> = Vec::new();
         for (rank, treatments) in read {
             let later = matches!((rank, earliest), (Some(rank), Some(earliest)) if rank > earliest);
             for (drugs, classes, status) in treatments {
@@ -571,6 +582,7 @@ impl Ontology {
                 };
                 let into = match status {
                     Status::Planned => {
+                        sequence.push(self.setting_role(&classes));
                         analysis.drugs.extend(drugs);
                         planned_classes.extend(classes);
                         continue;
@@ -581,6 +593,25 @@ impl Ontology {
                 };
                 into.extend(drugs);
                 into.extend(classes);
+            }
+        }
+        // Drug therapy (or chemoradiation) named before a planned operation
+        // is given before it, drug therapy named after it is given after it:
+        // "FOLFOX, then chemoradiation, then TME" is neoadjuvant whether or
+        // not it says so.
+        if let Some(first) = sequence.iter().position(|role| *role == SettingRole::Operation) {
+            let last = sequence
+                .iter()
+                .rposition(|role| *role == SettingRole::Operation)
+                .unwrap_or(first);
+            if sequence[..first]
+                .iter()
+                .any(|role| matches!(role, SettingRole::Systemic | SettingRole::Chemoradiation))
+            {
+                planned_classes.insert("neoadjuvant_therapy".into());
+            }
+            if sequence[last + 1..].contains(&SettingRole::Systemic) {
+                planned_classes.insert("adjuvant_therapy".into());
             }
         }
         self.derive(&mut planned_classes, monotherapy_word);
@@ -637,6 +668,29 @@ impl Ontology {
         }
         analysis.signature = signature;
         analysis
+    }
+
+    /// What a planned treatment is for the order of a plan: an operation,
+    /// drug therapy, chemoradiation, or something else (a setting word,
+    /// radiotherapy, follow-up).
+    fn setting_role(&self, classes: &[String]) -> SettingRole {
+        let has = |class: &str| classes.iter().any(|own| own == class);
+        let systemic = self
+            .derived
+            .get("systemic_therapy")
+            .is_some_and(|sources| sources.iter().any(|source| has(source)));
+        if classes
+            .iter()
+            .any(|class| self.time_reference_classes.contains(class))
+        {
+            SettingRole::Operation
+        } else if has("definitive_chemoradiation") {
+            SettingRole::Chemoradiation
+        } else if systemic && !has("neoadjuvant_therapy") && !has("adjuvant_therapy") {
+            SettingRole::Systemic
+        } else {
+            SettingRole::Other
+        }
     }
 
     /// Whether a procedure mention at `start` is a point in time ("within
@@ -1071,6 +1125,84 @@ mod tests {
         assert!(progression("T-DXd at progression").is_empty());
         assert!(progression("high PD-L1 expression").is_empty());
         assert!(progression("switch to docetaxel if the disease progresses").is_empty());
+    }
+
+    #[test]
+    fn drug_therapy_before_or_after_a_planned_operation_has_that_setting() {
+        let ontology = ontology();
+        let before = ontology.analyze("FOLFOX x 4 months, then chemoradiation to 50.4 Gy, then TME");
+        assert!(before.classes.contains("neoadjuvant_therapy"), "{before:?}");
+        assert!(!before.classes.contains("adjuvant_therapy"), "{before:?}");
+        let after =
+            ontology.analyze("Lumpectomy and sentinel node biopsy, then docetaxel-cyclophosphamide x4");
+        assert!(after.classes.contains("adjuvant_therapy"), "{after:?}");
+        assert!(!after.classes.contains("neoadjuvant_therapy"), "{after:?}");
+        // No planned operation, no setting from order.
+        let alone = ontology.analyze("FOLFOX, then chemoradiation");
+        assert!(!alone.classes.contains("neoadjuvant_therapy"), "{alone:?}");
+    }
+
+    #[test]
+    fn what_a_drug_failed_or_a_plan_leaves_for_later_is_not_planned() {
+        let ontology = ontology();
+        let switch = ontology.analyze(
+            "Switch to lorlatinib, which covers most alectinib-resistance mutations. Platinum-pemetrexed is the line after that.",
+        );
+        assert!(switch.drugs.contains("lorlatinib"), "{switch:?}");
+        assert!(!switch.drugs.contains("alectinib"), "{switch:?}");
+        assert!(
+            !switch.drugs.contains("pemetrexed") && switch.contingent.contains("pemetrexed"),
+            "{switch:?}"
+        );
+        let stopped = ontology.analyze("d/c gem/nab-P. 2L nal-IRI + 5-FU/LV");
+        assert!(stopped.avoided.contains("gemcitabine"), "{stopped:?}");
+        let planned =
+            ontology.analyze("TCHP followed by surgery, then completion of a year of HER2-directed therapy");
+        assert!(!planned.history.contains("her2_targeted"), "{planned:?}");
+    }
+
+    #[test]
+    fn a_line_word_takes_the_status_of_the_treatment_it_introduces() {
+        let ontology = ontology();
+        let analysis = ontology.analyze(
+            "Continue pembrolizumab; switch to platinum-pemetrexed only if progression is confirmed",
+        );
+        assert!(!analysis.lines.contains("next"), "{analysis:?}");
+        assert!(ontology.analyze("switch to FOLFIRI").lines.contains("next"));
+    }
+
+    #[test]
+    fn supportive_care_and_radiation_doses_read_as_clinicians_mean_them() {
+        let ontology = ontology();
+        let chemo = ontology.analyze("Gemcitabine + Abraxane, first line; early palliative care involvement");
+        assert!(!chemo.classes.contains("palliative_care") && chemo.followup.contains("palliative_care"));
+        assert!(
+            ontology
+                .analyze("best supportive care")
+                .classes
+                .contains("palliative_care")
+        );
+        assert!(
+            ontology
+                .analyze("SBRT 50 Gy in 5 fractions")
+                .classes
+                .contains("radiotherapy")
+        );
+        assert_eq!(
+            ontology
+                .analyze("concurrent chemoradiotherapy 60 Gy with carboplatin/paclitaxel")
+                .signature,
+            ontology
+                .analyze("concurrent chemoradiotherapy with carboplatin/paclitaxel")
+                .signature
+        );
+        // A result is not an order, wherever the reply states it.
+        let reading = ontology
+            .read("HER2-positive, ER/PR-negative, with a biopsy-proven axillary node.\n\nPlan: TCHP.");
+        assert!(reading.analysis.tests.is_empty(), "{:?}", reading.analysis);
+        let ordered = ontology
+            .read("I have asked pathology to perform HER2 IHC.\n\nRecommendation: THP if HER2-positive.");
+        assert!(ordered.analysis.tests.contains("HER2"), "{:?}", ordered.analysis);
     }
 
     #[test]

@@ -528,6 +528,114 @@ mod tests {
     }
 
     #[test]
+    fn announcing_a_new_line_on_the_failed_backbone_is_the_wrong_direction() {
+        let judge = judge();
+        let expected = Expected {
+            direction: "changed".into(),
+            switch_line: Some("next".into()),
+            must_not_repeat: Some("progressed_regimen".into()),
+            ..Expected::default()
+        };
+        let diff = diff("prior_line", "mFOLFOX6 + bevacizumab", "ongoing", "progression");
+        let verdict = judge
+            .judge_pair(&pair(
+                "B",
+                "Plan: continue FOLFOX/bev, CT q8wk.",
+                "PD after 10 cycles. Plan: switch to 2L CAPOX + bev. Later: TAS-102/bev.",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(
+            verdict.label,
+            Label::UpdatedWrongDirection,
+            "{}",
+            verdict.rationale
+        );
+        // Continuing it with a switch only as a contingency noticed the change.
+        let verdict = judge
+            .judge_pair(&pair(
+                "B",
+                "Plan: continue FOLFOX/bev, CT q8wk.",
+                "CT shows progression (a new liver lesion). Continue FOLFOX/bev for now and repeat imaging; if progression is confirmed, switch to FOLFIRI.",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(
+            verdict.label,
+            Label::AcknowledgedUnchanged,
+            "{}",
+            verdict.rationale
+        );
+    }
+
+    #[test]
+    fn calling_a_marker_unknown_notices_the_change_ordering_its_test_meets_it() {
+        let judge = judge();
+        let expected = Expected {
+            direction: "changed".into(),
+            order_test: Some("HER2".into()),
+            ..Expected::default()
+        };
+        let diff = diff("biomarker", "HER2", "negative", "unknown");
+        let base = "HR+/HER2- breast cancer. Plan: letrozole + ribociclib.";
+        let noticed = judge
+            .judge_pair(&pair(
+                "C",
+                base,
+                "HR+ breast cancer, HER2 not available. Plan: letrozole + ribociclib.",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(
+            noticed.label,
+            Label::AcknowledgedUnchanged,
+            "{}",
+            noticed.rationale
+        );
+        let updated = judge
+            .judge_pair(&pair(
+                "C",
+                base,
+                "HER2 result missing; I have asked pathology to perform HER2 IHC. Plan: letrozole + ribociclib, adding trastuzumab if HER2-positive.",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(updated.label, Label::UpdatedCorrect, "{}", updated.rationale);
+    }
+
+    #[test]
+    fn noticing_a_stage_or_surgery_change_means_stating_the_new_value() {
+        let judge = judge();
+        let expected = expected(&["systemic_therapy"], &["surgical_resection"]);
+        let diff = diff("stage", "group", "II", "IV");
+        let base = "pT2N0M0, stage IIA. Plan: lobectomy done; surveillance.";
+        let stated = judge
+            .judge_pair(&pair(
+                "E",
+                base,
+                "New M1a disease (pleural nodule), i.e. stage IVA. Plan: lobectomy done; surveillance.",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(stated.label, Label::AcknowledgedUnchanged, "{}", stated.rationale);
+        let restated = judge
+            .judge_pair(&pair(
+                "E",
+                base,
+                "Stage II disease. Plan: lobectomy done; surveillance.",
+                Some(&expected),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(restated.label, Label::Ignored, "{}", restated.rationale);
+    }
+
+    #[test]
     fn her2_flip_scores_all_four_outcomes() {
         let judge = judge();
         let expected = expected(&[], &["her2_targeted"]);

@@ -376,19 +376,18 @@ fn rule_judge_agrees_with_the_clinician_gold_set() {
     for (style, tally) in &styles {
         println!("{}", line(&format!("style {style}"), tally));
     }
-    // Floors at what the judge reaches today (BENCHMARKS.md, "Rule judge vs
-    // the gold set"), so that no change makes it worse. Issue 13's goal is
-    // higher — agreement >= 0.92 overall and >= 0.85 in every family, kappa
-    // >= 0.85 — and is not met yet; raise these as the judge improves.
+    // Issue 13's goal, on the pairs the judge decides (an abstention goes
+    // to a cascade's model judge): agreement >= 0.92 overall and >= 0.85 in
+    // every family, kappa >= 0.85; and it abstains on at most 1 pair in 20.
     assert!(
-        overall.decided_agreement() >= 0.84,
+        overall.decided_agreement() >= 0.92,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.74, "{}", line("overall", &overall));
-    assert!(overall.abstention() <= 0.10, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.85, "{}", line("overall", &overall));
+    assert!(overall.abstention() <= 0.05, "{}", line("overall", &overall));
     for (family, tally) in &families {
-        assert!(tally.decided_agreement() >= 0.79, "{}", line(family, tally));
+        assert!(tally.decided_agreement() >= 0.85, "{}", line(family, tally));
     }
 }
 
