@@ -69,6 +69,14 @@ pub struct SynthesizeArgs {
     pub input: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
+    /// Cases larger than this many bytes are quarantined, not converted
+    /// (pipeline key: `max-case-bytes` in [cases]).
+    #[arg(long, default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_case_bytes: u64,
+    /// Read symbolic links found inside `--input` folders (by default each is
+    /// skipped with a warning row; pipeline key: `follow-symlinks` in [cases]).
+    #[arg(long)]
+    pub follow_symlinks: bool,
     /// The run directory to write `cases` into.
     #[arg(long)]
     pub out: PathBuf,

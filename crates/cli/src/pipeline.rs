@@ -12,7 +12,8 @@
 //! seed = 1                       # infer seed and bootstrap seed
 //!
 //! [cases]
-//! cohort = { cases = 12, seed = 1 }   # or: inputs = ["charts/"], format = "auto"
+//! cohort = { cases = 12, seed = 1 }   # or: inputs = ["charts/"], format = "auto",
+//!                                     # max-case-bytes = 1048576, follow-symlinks = false
 //!
 //! [catalog]
 //! path = "../data/catalog/oncology-v1.yaml"
@@ -86,6 +87,10 @@ pub enum Cases {
     Inputs {
         paths: Vec<PathBuf>,
         format: cfeval_synthesize::InputFormat,
+        /// `max-case-bytes`: larger cases are quarantined.
+        max_case_bytes: usize,
+        /// `follow-symlinks`: read links found inside input folders.
+        follow_symlinks: bool,
     },
 }
 
@@ -196,6 +201,8 @@ struct RawCases {
     cohort: Option<Spanned<RawCohort>>,
     inputs: Option<Spanned<Vec<Spanned<String>>>>,
     format: Option<Spanned<String>>,
+    max_case_bytes: Option<Spanned<usize>>,
+    follow_symlinks: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -619,6 +626,12 @@ impl Checker<'_> {
                 if let Some(format) = &raw.format {
                     return Err(self.spanned(format, "`format` applies to `inputs`, not to a cohort"));
                 }
+                if let Some(value) = &raw.max_case_bytes {
+                    return Err(self.spanned(value, "`max-case-bytes` applies to `inputs`, not to a cohort"));
+                }
+                if let Some(value) = &raw.follow_symlinks {
+                    return Err(self.spanned(value, "`follow-symlinks` applies to `inputs`, not to a cohort"));
+                }
                 let count = cohort.get_ref().cases.get_ref();
                 if *count == 0 {
                     return Err(self.spanned(&cohort.get_ref().cases, "a cohort needs at least 1 case"));
@@ -649,7 +662,17 @@ impl Checker<'_> {
                     })?,
                     None => cfeval_synthesize::InputFormat::Auto,
                 };
-                Ok(Cases::Inputs { paths, format })
+                let max_case_bytes = self.positive(
+                    raw.max_case_bytes.as_ref(),
+                    cfeval_synthesize::Config::default().max_case_bytes,
+                    "max-case-bytes",
+                )?;
+                Ok(Cases::Inputs {
+                    paths,
+                    format,
+                    max_case_bytes,
+                    follow_symlinks: raw.follow_symlinks.as_ref().is_some_and(|value| *value.get_ref()),
+                })
             }
         }
     }

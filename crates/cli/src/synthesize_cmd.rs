@@ -45,6 +45,8 @@ pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<
     let config = Config {
         run,
         format,
+        max_case_bytes: usize::try_from(args.max_case_bytes).unwrap_or(usize::MAX),
+        follow_symlinks: args.follow_symlinks,
         ..Config::default()
     };
     let report = cfeval_synthesize::run(&config, &args.input, &args.out)
