@@ -12,7 +12,7 @@ use crate::args::{CohortArgs, InputFormat as FormatArg, SynthesizeArgs};
 /// (one JSON line) on stdout.
 pub fn cohort(args: &CohortArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let config = CohortConfig {
-        cases: args.cases,
+        cases: usize::try_from(args.cases).unwrap_or(usize::MAX),
         seed: args.seed,
     };
     let cases = cohort::generate(&config).context("failed to generate the cohort")?;
