@@ -46,8 +46,9 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct CohortArgs {
-    #[arg(long, default_value_t = 224)]
-    pub cases: usize,
+    /// At most 1,000,000 (run several seeds for more).
+    #[arg(long, default_value_t = 224, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub cases: u64,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     #[arg(long)]
@@ -69,6 +70,14 @@ pub struct SynthesizeArgs {
     pub input: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
+    /// Cases larger than this many bytes are quarantined, not converted
+    /// (pipeline key: `max-case-bytes` in [cases]).
+    #[arg(long, default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_case_bytes: u64,
+    /// Read symbolic links found inside `--input` folders (by default each is
+    /// skipped with a warning row; pipeline key: `follow-symlinks` in [cases]).
+    #[arg(long)]
+    pub follow_symlinks: bool,
     /// The run directory to write `cases` into.
     #[arg(long)]
     pub out: PathBuf,
@@ -129,10 +138,10 @@ pub struct InferArgs {
     /// Calls in flight at once.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
     /// Agent steps (model calls) before the agent is stopped.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: u32,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -24,7 +24,7 @@ pub fn perturb(args: &PerturbArgs, out: &mut impl Write) -> anyhow::Result<()> {
 pub fn catalog(args: &CatalogArgs, out: &mut impl Write) -> anyhow::Result<()> {
     match &args.command {
         CatalogCommand::Check { file } => {
-            let diagnostics = cfeval_perturb::catalog::check(file);
+            let diagnostics = crate::pipeline::check_catalog(file)?;
             if diagnostics.is_empty() {
                 let catalog = cfeval_perturb::Catalog::load(file)?;
                 writeln!(

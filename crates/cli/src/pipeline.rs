@@ -12,7 +12,8 @@
 //! seed = 1                       # infer seed and bootstrap seed
 //!
 //! [cases]
-//! cohort = { cases = 12, seed = 1 }   # or: inputs = ["charts/"], format = "auto"
+//! cohort = { cases = 12, seed = 1 }   # or: inputs = ["charts/"], format = "auto",
+//!                                     # max-case-bytes = 1048576, follow-symlinks = false
 //!
 //! [catalog]
 //! path = "../data/catalog/oncology-v1.yaml"
@@ -86,6 +87,10 @@ pub enum Cases {
     Inputs {
         paths: Vec<PathBuf>,
         format: cfeval_synthesize::InputFormat,
+        /// `max-case-bytes`: larger cases are quarantined.
+        max_case_bytes: usize,
+        /// `follow-symlinks`: read links found inside input folders.
+        follow_symlinks: bool,
     },
 }
 
@@ -196,6 +201,8 @@ struct RawCases {
     cohort: Option<Spanned<RawCohort>>,
     inputs: Option<Spanned<Vec<Spanned<String>>>>,
     format: Option<Spanned<String>>,
+    max_case_bytes: Option<Spanned<usize>>,
+    follow_symlinks: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -214,8 +221,8 @@ struct RawCatalog {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawInfer {
-    max_tokens: Option<u32>,
-    max_steps: Option<u32>,
+    max_tokens: Option<Spanned<u32>>,
+    max_steps: Option<Spanned<u32>>,
     temperature: Option<Spanned<f64>>,
     concurrency: Option<Spanned<usize>>,
     parallel_units: Option<Spanned<usize>>,
@@ -235,8 +242,8 @@ struct RawSubject {
     tokens_per_minute: Option<u64>,
     limits: Option<Spanned<Limits>>,
     price: Option<Price>,
-    max_tokens: Option<u32>,
-    max_steps: Option<u32>,
+    max_tokens: Option<Spanned<u32>>,
+    max_steps: Option<Spanned<u32>>,
     temperature: Option<Spanned<f64>>,
 }
 
@@ -335,6 +342,59 @@ pub fn normalize(path: &Path) -> PathBuf {
     parts.iter().collect()
 }
 
+/// Checks a catalog file, its treatment classes against the judge's
+/// ontology included (perturb does not own that vocabulary; the driver
+/// knows both).
+pub fn check_catalog(path: &Path) -> anyhow::Result<Vec<cfeval_perturb::catalog::Diagnostic>> {
+    let classes = cfeval_judge::Ontology::builtin()?.known_classes();
+    let known = |class: &str| classes.contains(class);
+    Ok(cfeval_perturb::catalog::check_with(path, Some(&known)))
+}
+
+/// How deep arrays and tables may nest in a pipeline file: the TOML parser
+/// recurses, so a file of 200,000 `[` would take minutes; no pipeline needs
+/// more than a handful.
+const MAX_NESTING: usize = 32;
+
+/// The first place where brackets nest deeper than [`MAX_NESTING`]
+/// (strings and comments skipped), in one pass.
+fn too_deep(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'#' => {
+                while index < bytes.len() && bytes[index] != b'\n' {
+                    index += 1;
+                }
+            }
+            quote @ (b'"' | b'\'') => {
+                index += 1;
+                while index < bytes.len() && bytes[index] != quote && bytes[index] != b'\n' {
+                    if quote == b'"' && bytes[index] == b'\\' {
+                        index += 1;
+                    }
+                    index += 1;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(index);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        index += 1;
+    }
+    None
+}
+
+/// The largest synthetic cohort a pipeline may ask for.
+pub const MAX_COHORT_CASES: usize = 1_000_000;
+
 /// 1-based line and column of a byte offset.
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
@@ -404,6 +464,14 @@ impl Pipeline {
             base,
             check_files,
         };
+        if let Some(offset) = too_deep(text) {
+            return Err(checker.at(
+                offset,
+                format!(
+                    "arrays or tables nest deeper than {MAX_NESTING} levels; a pipeline file needs only a few"
+                ),
+            ));
+        }
         let raw: RawPipeline = toml::from_str(text).map_err(|error| {
             let offset = error.span().map_or(0, |span| span.start);
             let message = error.message().trim().replace('\n', " ");
@@ -473,7 +541,7 @@ impl Checker<'_> {
         };
         let catalog_path = self.existing(&catalog.get_ref().path, "catalog")?;
         let diagnostics = if self.check_files {
-            cfeval_perturb::catalog::check(&catalog_path)
+            check_catalog(&catalog_path).map_err(|error| top(&error.to_string()))?
         } else {
             Vec::new()
         };
@@ -494,8 +562,8 @@ impl Checker<'_> {
         let parallel_units = self.positive(infer.parallel_units.as_ref(), 4, "parallel-units")?;
         let temperature = self.temperature(infer.temperature.as_ref(), 0.0)?;
         let defaults = Defaults {
-            max_tokens: infer.max_tokens.unwrap_or(512),
-            max_steps: infer.max_steps.unwrap_or(8),
+            max_tokens: self.at_least_one(infer.max_tokens.as_ref(), 512, "max-tokens")?,
+            max_steps: self.at_least_one(infer.max_steps.as_ref(), 8, "max-steps")?,
             temperature,
         };
 
@@ -595,6 +663,22 @@ impl Checker<'_> {
         }
     }
 
+    fn at_least_one(
+        &self,
+        value: Option<&Spanned<u32>>,
+        default: u32,
+        key: &str,
+    ) -> Result<u32, PipelineError> {
+        match value {
+            Some(value) if *value.get_ref() == 0 => Err(self.spanned(
+                value,
+                format!("{key} must be at least 1 (0 would leave no room for an answer)"),
+            )),
+            Some(value) => Ok(*value.get_ref()),
+            None => Ok(default),
+        }
+    }
+
     fn temperature(&self, value: Option<&Spanned<f64>>, default: f64) -> Result<f64, PipelineError> {
         match value {
             Some(value) if !(0.0..=2.0).contains(value.get_ref()) => {
@@ -619,9 +703,23 @@ impl Checker<'_> {
                 if let Some(format) = &raw.format {
                     return Err(self.spanned(format, "`format` applies to `inputs`, not to a cohort"));
                 }
+                if let Some(value) = &raw.max_case_bytes {
+                    return Err(self.spanned(value, "`max-case-bytes` applies to `inputs`, not to a cohort"));
+                }
+                if let Some(value) = &raw.follow_symlinks {
+                    return Err(self.spanned(value, "`follow-symlinks` applies to `inputs`, not to a cohort"));
+                }
                 let count = cohort.get_ref().cases.get_ref();
                 if *count == 0 {
                     return Err(self.spanned(&cohort.get_ref().cases, "a cohort needs at least 1 case"));
+                }
+                if *count > MAX_COHORT_CASES {
+                    return Err(self.spanned(
+                        &cohort.get_ref().cases,
+                        format!(
+                            "a cohort of {count} cases is over the limit of {MAX_COHORT_CASES}; for more, generate several cohorts with `cfeval cohort` and give them as `inputs`"
+                        ),
+                    ));
                 }
                 Ok(Cases::Cohort {
                     cases: *count,
@@ -649,7 +747,17 @@ impl Checker<'_> {
                     })?,
                     None => cfeval_synthesize::InputFormat::Auto,
                 };
-                Ok(Cases::Inputs { paths, format })
+                let max_case_bytes = self.positive(
+                    raw.max_case_bytes.as_ref(),
+                    cfeval_synthesize::Config::default().max_case_bytes,
+                    "max-case-bytes",
+                )?;
+                Ok(Cases::Inputs {
+                    paths,
+                    format,
+                    max_case_bytes,
+                    follow_symlinks: raw.follow_symlinks.as_ref().is_some_and(|value| *value.get_ref()),
+                })
             }
         }
     }
@@ -818,8 +926,8 @@ impl Checker<'_> {
             api_key_env: raw.api_key_env.as_ref().map(|value| value.get_ref().clone()),
             limits,
             price: raw.price,
-            max_tokens: raw.max_tokens.unwrap_or(defaults.max_tokens),
-            max_steps: raw.max_steps.unwrap_or(defaults.max_steps),
+            max_tokens: self.at_least_one(raw.max_tokens.as_ref(), defaults.max_tokens, "max-tokens")?,
+            max_steps: self.at_least_one(raw.max_steps.as_ref(), defaults.max_steps, "max-steps")?,
             temperature: self.temperature(raw.temperature.as_ref(), defaults.temperature)?,
         })
     }

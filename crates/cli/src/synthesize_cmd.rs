@@ -12,7 +12,7 @@ use crate::args::{CohortArgs, InputFormat as FormatArg, SynthesizeArgs};
 /// (one JSON line) on stdout.
 pub fn cohort(args: &CohortArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let config = CohortConfig {
-        cases: args.cases,
+        cases: usize::try_from(args.cases).unwrap_or(usize::MAX),
         seed: args.seed,
     };
     let cases = cohort::generate(&config).context("failed to generate the cohort")?;
@@ -45,6 +45,8 @@ pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<
     let config = Config {
         run,
         format,
+        max_case_bytes: usize::try_from(args.max_case_bytes).unwrap_or(usize::MAX),
+        follow_symlinks: args.follow_symlinks,
         ..Config::default()
     };
     let report = cfeval_synthesize::run(&config, &args.input, &args.out)

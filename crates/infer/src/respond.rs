@@ -6,7 +6,7 @@ use cfeval_schema::{ResponseRow, Section, TraceStep, VariantRow};
 use serde_json::json;
 
 use crate::control::Control;
-use crate::prompt::{Prompts, extract_recommendation, render_chart};
+use crate::prompt::{Prompts, extract_recommendation, fenced_chart, tool_result};
 
 /// The mode a subject runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +224,7 @@ async fn single_shot(
 pub fn single_shot_request(variant: &VariantRow, prompts: &Prompts, settings: &CallSettings) -> ChatRequest {
     let prompt = prompts
         .single_shot
-        .replace("{chart}", &render_chart(&variant.sections));
+        .replace("{chart}", &fenced_chart(&variant.sections));
     ChatRequest::new(vec![Message::user(prompt)]).with_params(params(settings))
 }
 
@@ -282,7 +282,7 @@ fn final_step(step: u32, text: &str) -> TraceStep {
 
 /// Runs one tool against the variant's chart: the answer text, the section
 /// read (if any) and an error (malformed or unknown call).
-fn run_tool<'a>(
+pub(crate) fn run_tool<'a>(
     variant: &'a VariantRow,
     name: &str,
     arguments: &serde_json::Value,
@@ -294,7 +294,7 @@ fn run_tool<'a>(
                 .iter()
                 .map(|section| section.name.as_str())
                 .collect();
-            (names.join("\n"), None, None)
+            (tool_result(&names.join("\n")), None, None)
         }
         "read_chart_section" => {
             let Some(wanted) = arguments.get("name").and_then(|value| value.as_str()) else {
@@ -311,7 +311,7 @@ fn run_tool<'a>(
                 .iter()
                 .find(|section| section.name.to_lowercase().replace([' ', '-'], "_") == wanted_norm)
             {
-                Some(section) => (section.text.clone(), Some(section), None),
+                Some(section) => (tool_result(&section.text), Some(section), None),
                 None => {
                     let names: Vec<&str> = variant
                         .sections

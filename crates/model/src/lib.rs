@@ -15,6 +15,8 @@
 //!   `Retry-After`, per-attempt and total timeouts, the content-addressed
 //!   [`ResponseCache`], the crash-safe [`Journal`], and token/cost accounting from the
 //!   [`PriceTable`] (`data/prices.yaml`).
+//! - [`fence`]: data inside prompts (chart text, tool results, replies) between
+//!   tags it cannot close, with chat-template control tokens broken.
 //! - `testing` (feature `testing`): a fault-injecting OpenAI/Anthropic-compatible server
 //!   for tests and benches of this and other crates.
 //!
@@ -35,6 +37,7 @@ pub mod backend;
 pub mod cache;
 mod client;
 pub mod error;
+pub mod fence;
 pub mod journal;
 pub mod limit;
 pub mod price;

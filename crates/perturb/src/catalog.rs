@@ -290,20 +290,7 @@ impl Catalog {
 
     /// Parses and checks catalog bytes.
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Catalog, Vec<Diagnostic>> {
-        let source = std::str::from_utf8(bytes).map_err(|error| {
-            let (line, column) = position(&String::from_utf8_lossy(bytes), error.valid_up_to());
-            vec![Diagnostic {
-                line,
-                column,
-                message: "the catalog is not valid UTF-8".into(),
-            }]
-        })?;
-        let raw: RawCatalog =
-            serde_norway::from_str(source).map_err(|error| vec![yaml_diagnostic(&error)])?;
-        let diagnostics = validate(source, &raw);
-        if !diagnostics.is_empty() {
-            return Err(diagnostics);
-        }
+        let (_, raw) = parse(bytes)?;
         let paraphrasers = raw
             .interventions
             .iter()
@@ -354,16 +341,82 @@ impl Catalog {
     }
 }
 
+/// The catalog's text and raw form, once its syntax and rules are checked.
+fn parse(bytes: &[u8]) -> std::result::Result<(&str, RawCatalog), Vec<Diagnostic>> {
+    let source = std::str::from_utf8(bytes).map_err(|error| {
+        let (line, column) = position(&String::from_utf8_lossy(bytes), error.valid_up_to());
+        vec![Diagnostic {
+            line,
+            column,
+            message: "the catalog is not valid UTF-8".into(),
+        }]
+    })?;
+    let raw: RawCatalog = serde_norway::from_str(source).map_err(|error| vec![yaml_diagnostic(&error)])?;
+    let diagnostics = validate(source, &raw);
+    if !diagnostics.is_empty() {
+        return Err(diagnostics);
+    }
+    Ok((source, raw))
+}
+
 /// Checks a catalog file; an empty list means it is valid.
 pub fn check(path: &Path) -> Vec<Diagnostic> {
-    match fs_err::read(path) {
-        Ok(bytes) => Catalog::from_bytes(&bytes).err().unwrap_or_default(),
-        Err(error) => vec![Diagnostic {
-            line: 0,
-            column: 0,
-            message: error.to_string(),
-        }],
+    check_with(path, None)
+}
+
+/// [`check`], and with `known_class` (the judge's treatment-class
+/// vocabulary, which this crate does not own) that every class the catalog
+/// names in `add`, `remove` and `must_not_repeat` is known; a class
+/// `a_or_b` needs each alternative known.
+pub fn check_with(path: &Path, known_class: Option<&dyn Fn(&str) -> bool>) -> Vec<Diagnostic> {
+    let bytes = match fs_err::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            return vec![Diagnostic {
+                line: 0,
+                column: 0,
+                message: error.to_string(),
+            }];
+        }
+    };
+    let (source, raw) = match parse(&bytes) {
+        Ok(parsed) => parsed,
+        Err(diagnostics) => return diagnostics,
+    };
+    let Some(known_class) = known_class else {
+        return Vec::new();
+    };
+    let locator = Locator::new(source, &raw);
+    let mut out = Vec::new();
+    for (index, intervention) in raw.interventions.iter().enumerate() {
+        for branch in &intervention.expected {
+            let named = branch.add.iter().chain(&branch.remove).chain(
+                branch
+                    .must_not_repeat
+                    .iter()
+                    .filter(|class| *class != "progressed_regimen"),
+            );
+            for class in named {
+                let unknown: Vec<&str> = class
+                    .split("_or_")
+                    .filter(|alternative| !known_class(alternative))
+                    .collect();
+                if !unknown.is_empty() {
+                    out.push(locator.at(
+                        index,
+                        class,
+                        format!(
+                            "intervention `{}`: unknown treatment class `{}` (the classes are those of the judge's ontology, data/ontology/oncology.yaml)",
+                            intervention.id,
+                            unknown.join("`, `")
+                        ),
+                    ));
+                }
+            }
+        }
     }
+    out.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
+    out
 }
 
 fn yaml_diagnostic(error: &serde_norway::Error) -> Diagnostic {
@@ -402,18 +455,54 @@ struct Locator<'a> {
     source: &'a str,
     /// Start offset of each intervention's `id:` key, in file order.
     starts: Vec<usize>,
+    /// Offset of each line's start (a diagnostic's line by binary search,
+    /// so that reporting is linear in the diagnostics, not quadratic).
+    line_starts: Vec<usize>,
 }
 
 impl<'a> Locator<'a> {
     fn new(source: &'a str, raw: &RawCatalog) -> Self {
+        // The `id:` keys at the indentation of the first one, in order: the
+        // n-th intervention's is the n-th (its value is checked; an id
+        // written differently, e.g. quoted, still takes its turn).
+        let keys = id_keys(source);
         let mut starts = Vec::with_capacity(raw.interventions.len());
-        let mut from = 0;
+        let mut next = 0;
         for intervention in &raw.interventions {
-            let found = find_key_value(source, from, "id", &intervention.id).unwrap_or(from);
-            starts.push(found);
-            from = (found + 1).min(source.len());
+            let found = keys[next.min(keys.len())..]
+                .iter()
+                .take(4)
+                .position(|(_, value)| *value == intervention.id)
+                .map_or(next, |ahead| next + ahead);
+            let offset = keys
+                .get(found)
+                .map(|(offset, _)| *offset)
+                .or_else(|| starts.last().copied())
+                .unwrap_or(0);
+            starts.push(offset);
+            next = found + 1;
         }
-        Locator { source, starts }
+        let line_starts = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(at, _)| at + 1))
+            .collect();
+        Locator {
+            source,
+            starts,
+            line_starts,
+        }
+    }
+
+    /// 1-based line and column of a byte offset.
+    fn position(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.source.len());
+        let line = self.line_starts.partition_point(|start| *start <= offset);
+        let line_start = self.line_starts[line.saturating_sub(1)];
+        let column = self
+            .source
+            .get(line_start..offset)
+            .map_or(offset - line_start, |text| text.chars().count())
+            + 1;
+        (line.max(1), column)
     }
 
     fn section(&self, index: usize) -> (usize, usize) {
@@ -429,7 +518,7 @@ impl<'a> Locator<'a> {
         let offset = self.source[start..end]
             .find(needle)
             .map_or(start, |relative| start + relative);
-        let (line, column) = position(self.source, offset);
+        let (line, column) = self.position(offset);
         Diagnostic {
             line,
             column,
@@ -440,7 +529,7 @@ impl<'a> Locator<'a> {
     fn at_key(&self, index: usize, key: &str, message: String) -> Diagnostic {
         let (start, end) = self.section(index);
         let offset = find_key(&self.source[start..end], key).map_or(start, |relative| start + relative);
-        let (line, column) = position(self.source, offset);
+        let (line, column) = self.position(offset);
         Diagnostic {
             line,
             column,
@@ -450,7 +539,7 @@ impl<'a> Locator<'a> {
 
     fn top(&self, key: &str, message: String) -> Diagnostic {
         let offset = find_key(self.source, key).unwrap_or(0);
-        let (line, column) = position(self.source, offset);
+        let (line, column) = self.position(offset);
         Diagnostic {
             line,
             column,
@@ -476,23 +565,51 @@ fn find_key(text: &str, key: &str) -> Option<usize> {
     None
 }
 
-fn find_key_value(source: &str, from: usize, key: &str, value: &str) -> Option<usize> {
-    let mut offset = from;
-    for line in source.get(from..)?.split_inclusive('\n') {
+/// Every `id:` key of the file at the indentation of the first: its offset
+/// and value (unquoted), in one pass.
+fn id_keys(source: &str) -> Vec<(usize, &str)> {
+    let mut keys = Vec::new();
+    let mut indent_of_first = None;
+    let mut offset = 0;
+    for line in source.split_inclusive('\n') {
         let trimmed = line.trim_start_matches([' ', '-', '\t']);
         let indent = line.len() - trimmed.len();
-        if let Some(rest) = trimmed.strip_prefix(key)
+        if let Some(rest) = trimmed.strip_prefix("id")
             && let Some(rest) = rest.trim_start().strip_prefix(':')
-            && rest.trim().trim_matches(['"', '\'']) == value
+            && *indent_of_first.get_or_insert(indent) == indent
         {
-            return Some(offset + indent);
+            keys.push((offset + indent, rest.trim().trim_matches(['"', '\''])));
         }
         offset += line.len();
     }
-    None
+    keys
 }
 
 const SWITCH_LINES: &[&str] = &["first", "second", "third", "fourth", "next"];
+/// The placeholders an expected text may hold, filled per case by the engine.
+const PLACEHOLDERS: &[&str] = &["regimen", "procedure"];
+
+/// The `{name}` placeholders of a text (letters, digits and `_` between braces).
+fn placeholders(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close)
+                if close > 0
+                    && after[..close]
+                        .chars()
+                        .all(|character| character.is_alphanumeric() || character == '_') =>
+            {
+                found.push(&after[..close]);
+                rest = &after[close + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    found
+}
 const INTENTS: &[&str] = &["curative", "palliative"];
 const FLIPPABLE: &[&str] = &["HER2", "ER", "PR", "PD-L1"];
 
@@ -518,7 +635,7 @@ fn validate(source: &str, raw: &RawCatalog) -> Vec<Diagnostic> {
     for (index, intervention) in raw.interventions.iter().enumerate() {
         let id = intervention.id.as_str();
         if let Some(first) = seen.insert(id, index) {
-            let (line, _) = position(source, locator.section(first).0);
+            let (line, _) = locator.position(locator.section(first).0);
             out.push(locator.at_key(
                 index,
                 "id",
@@ -848,6 +965,22 @@ fn check_expected(
                 format!("intervention `{id}`: expected `text` is empty"),
             ));
         }
+        for placeholder in placeholders(&branch.text) {
+            if !PLACEHOLDERS.contains(&placeholder) {
+                out.push(locator.at(
+                    index,
+                    &format!("{{{placeholder}}}"),
+                    format!(
+                        "intervention `{id}`: unknown placeholder `{{{placeholder}}}` in expected `text` (known: {})",
+                        PLACEHOLDERS
+                            .iter()
+                            .map(|name| format!("{{{name}}}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
         if let Some(line) = &branch.switch_line
             && !SWITCH_LINES.contains(&line.as_str())
         {
@@ -905,7 +1038,13 @@ mod tests {
     fn keys_are_found_after_list_dashes() {
         let text = "interventions:\n  - id: A1\n    family: A\n";
         assert_eq!(find_key(text, "family"), Some(30));
-        assert_eq!(find_key_value(text, 0, "id", "A1"), Some(19));
-        assert_eq!(find_key_value(text, 0, "id", "A2"), None);
+        assert_eq!(id_keys(text), vec![(19, "A1")]);
+        // Only keys at the first one's indentation: nested `id:` keys are not
+        // interventions.
+        let text = "interventions:\n  - id: A1\n    x:\n      id: inner\n  - id: \"A2\"\n";
+        assert_eq!(
+            id_keys(text).iter().map(|(_, id)| *id).collect::<Vec<_>>(),
+            vec!["A1", "A2"]
+        );
     }
 }

@@ -43,6 +43,10 @@ pub struct Config {
     pub max_case_bytes: usize,
     /// Rows per write batch.
     pub batch_rows: usize,
+    /// Read symbolic links found inside input folders (by default they are
+    /// skipped with a warning row).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follow_symlinks: bool,
 }
 
 impl Default for Config {
@@ -52,6 +56,7 @@ impl Default for Config {
             format: InputFormat::Auto,
             max_case_bytes: 1024 * 1024,
             batch_rows: 512,
+            follow_symlinks: false,
         }
     }
 }
@@ -91,15 +96,20 @@ pub fn run_with_sources(
     if config.batch_rows == 0 {
         return Err(Error::Config("batch_rows must be at least 1".into()));
     }
-    let files = input::expand(inputs)?;
+    if config.max_case_bytes == 0 {
+        return Err(Error::Config("max_case_bytes must be at least 1".into()));
+    }
+    let expanded = input::expand(inputs, config.follow_symlinks, &[run_dir.to_path_buf()])?;
+    let files = &expanded.files;
     let mut hashes = Vec::new();
-    for file in &files {
+    for file in files {
         let read_error = |source| Error::Read {
-            path: file.clone(),
+            path: file.path.clone(),
             source,
         };
-        let hash = ids::hash_reader(fs_err::File::open(file).map_err(read_error)?).map_err(read_error)?;
-        hashes.push((file.display().to_string(), hash));
+        let hash =
+            ids::hash_reader(fs_err::File::open(&file.path).map_err(read_error)?).map_err(read_error)?;
+        hashes.push((file.path.display().to_string(), hash));
     }
     let sources: Vec<&str> = extra_sources.iter().map(|source| source.origin()).collect();
     let fingerprint = ids::fingerprint(&(config, &hashes, &sources, cfeval_schema::CFEVAL_VERSION));
@@ -141,34 +151,61 @@ pub fn run_with_sources(
     let mut report = Report::default();
     let mut batch: Vec<CaseRow> = Vec::with_capacity(config.batch_rows);
     let mut quarantined: Vec<QuarantineRow> = Vec::new();
-    for file in &files {
-        input::read(file, config.format, config.max_case_bytes, &mut |item| {
+    // First pass: where each case is, so that every copy of a duplicate is
+    // quarantined (not just the later ones).
+    let mut duplicates = input::Duplicates::default();
+    for file in files {
+        read_source(file, config, &mut |item| {
+            if let input::Item::Case(raw) = item {
+                let text = source_text(&raw.body);
+                duplicates.note(&raw, &ids::case_id(raw.source_format, &raw.source_id, &text));
+            }
+            Ok(())
+        })?;
+    }
+    let mut quarantine = |rejected: input::Rejected,
+                          report: &mut Report,
+                          quarantined: &mut Vec<QuarantineRow>|
+     -> Result<()> {
+        report.quarantined += 1;
+        if report.quarantine_reasons.len() < 20 {
+            report.quarantine_reasons.push(match rejected.source_line {
+                Some(line) => format!("{}:{line}: {}", rejected.source_path, rejected.reason),
+                None => format!("{}: {}", rejected.source_path, rejected.reason),
+            });
+        }
+        quarantined.push(QuarantineRow {
+            run: config.run.clone(),
+            stage: "synthesize".into(),
+            source_path: rejected.source_path,
+            source_line: rejected.source_line,
+            source_id: rejected.source_id,
+            reason: rejected.reason,
+            excerpt: rejected.excerpt,
+        });
+        if quarantined.len() >= config.batch_rows {
+            quarantine_writer
+                .write_rows(quarantined)
+                .map_err(quarantine_shards)?;
+            quarantined.clear();
+        }
+        Ok(())
+    };
+    for rejected in expanded.skipped {
+        quarantine(rejected, &mut report, &mut quarantined)?;
+    }
+    for file in files {
+        read_source(file, config, &mut |item| {
             match item {
                 input::Item::Rejected(rejected) => {
-                    report.quarantined += 1;
-                    if report.quarantine_reasons.len() < 20 {
-                        report.quarantine_reasons.push(match rejected.source_line {
-                            Some(line) => format!("{}:{line}: {}", rejected.source_path, rejected.reason),
-                            None => format!("{}: {}", rejected.source_path, rejected.reason),
-                        });
-                    }
-                    quarantined.push(QuarantineRow {
-                        run: config.run.clone(),
-                        stage: "synthesize".into(),
-                        source_path: rejected.source_path,
-                        source_line: rejected.source_line,
-                        source_id: rejected.source_id,
-                        reason: rejected.reason,
-                        excerpt: rejected.excerpt,
-                    });
-                    if quarantined.len() >= config.batch_rows {
-                        quarantine_writer
-                            .write_rows(&quarantined)
-                            .map_err(quarantine_shards)?;
-                        quarantined.clear();
-                    }
+                    quarantine(rejected, &mut report, &mut quarantined)?;
                 }
                 input::Item::Case(raw) => {
+                    let text = source_text(&raw.body);
+                    let case_id = ids::case_id(raw.source_format, &raw.source_id, &text);
+                    if let Some(rejected) = duplicates.check(&raw, &case_id, &text) {
+                        return quarantine(rejected, &mut report, &mut quarantined);
+                    }
                     let (row, failures) = synthesize_case(&raw, &config.run, extra_sources);
                     report.span_failures += failures.len() as u64;
                     for failure in failures {
@@ -203,6 +240,37 @@ pub fn run_with_sources(
         .mark_complete(UNIT, &fingerprint, &entries)
         .map_err(shards)?;
     Ok(report)
+}
+
+/// Reads one input file; in a folder, a file whose format cannot be told is
+/// skipped with a warning row instead of stopping the run.
+fn read_source(
+    file: &input::Source,
+    config: &Config,
+    sink: &mut dyn FnMut(input::Item) -> Result<()>,
+) -> Result<()> {
+    match input::read(&file.path, config.format, config.max_case_bytes, sink) {
+        Err(Error::UnknownFormat { path, why }) if file.in_folder => {
+            sink(input::Item::Rejected(input::Rejected {
+                source_path: path.display().to_string(),
+                source_line: None,
+                source_id: None,
+                reason: format!(
+                    "skipped: cannot tell the format: {why} (pass --format, or `format` in [cases], to read every file in one format)"
+                ),
+                excerpt: None,
+            }))
+        }
+        other => other,
+    }
+}
+
+/// A case's source text (what [`chart`] builds, without the sections).
+pub fn source_text(body: &input::Body) -> std::borrow::Cow<'_, str> {
+    match body {
+        input::Body::Text(text) => std::borrow::Cow::Borrowed(text),
+        input::Body::Sections(_) => std::borrow::Cow::Owned(chart(body).0),
+    }
 }
 
 /// Builds a case's source text and sections from its body.

@@ -104,17 +104,28 @@ fn response_counts(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), 
 /// E-Synthesis of the pipeline's cases into `run_dir` (the seeded cohort is
 /// first written into `RUN/inputs/cohort`).
 pub fn synthesize_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<cfeval_synthesize::Report> {
-    let (inputs, format) = match &pipeline.cases {
-        Cases::Cohort { cases, seed } => (
-            vec![cohort(run_dir, *cases, *seed)?],
-            cfeval_synthesize::InputFormat::Auto,
-        ),
-        Cases::Inputs { paths, format } => (paths.clone(), *format),
+    let defaults = cfeval_synthesize::Config::default();
+    let config = match &pipeline.cases {
+        Cases::Cohort { .. } => cfeval_synthesize::Config {
+            run: pipeline.name.clone(),
+            ..defaults
+        },
+        Cases::Inputs {
+            format,
+            max_case_bytes,
+            follow_symlinks,
+            ..
+        } => cfeval_synthesize::Config {
+            run: pipeline.name.clone(),
+            format: *format,
+            max_case_bytes: *max_case_bytes,
+            follow_symlinks: *follow_symlinks,
+            ..defaults
+        },
     };
-    let config = cfeval_synthesize::Config {
-        run: pipeline.name.clone(),
-        format,
-        ..cfeval_synthesize::Config::default()
+    let inputs = match &pipeline.cases {
+        Cases::Cohort { cases, seed } => vec![cohort(run_dir, *cases, *seed)?],
+        Cases::Inputs { paths, .. } => paths.clone(),
     };
     Ok(cfeval_synthesize::run(&config, &inputs, run_dir)?)
 }

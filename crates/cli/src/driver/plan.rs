@@ -181,7 +181,7 @@ fn print_plan(
         Cases::Cohort { cases, seed } => {
             writeln!(out, "cases: synthetic cohort, {cases} cases, seed {seed}")?
         }
-        Cases::Inputs { paths, format } => writeln!(
+        Cases::Inputs { paths, format, .. } => writeln!(
             out,
             "cases: {} input path(s), format {}",
             paths.len(),

@@ -68,13 +68,33 @@ pub fn case_from_line(line: &str, path: &Path, number: u64) -> Result<RawCase, S
     let value: Value =
         serde_json::from_str(line).map_err(|error| format!("line {number}: malformed JSON: {error}"))?;
     let Value::Object(mut top) = value else {
-        return Err(format!("line {number}: expected a JSON object"));
+        return Err(format!(
+            "line {number}: expected a JSON object, found {}",
+            super::fields::kind_of(&value)
+        ));
     };
     let Some(Value::Object(osce)) = top.remove("OSCE_Examination") else {
         return Err(format!(
             "line {number}: no `OSCE_Examination` object (is this an AgentClinic OSCE file?)"
         ));
     };
+    for (key, value) in &osce {
+        let expected = match key.as_str() {
+            "Patient_Actor" | "Physical_Examination_Findings" | "Test_Results" => "an object",
+            "Objective_for_Doctor" | "Correct_Diagnosis" => "a string",
+            _ => continue,
+        };
+        let fits = match expected {
+            "an object" => value.is_object(),
+            _ => value.is_string(),
+        };
+        if !fits {
+            return Err(format!(
+                "line {number}: field `OSCE_Examination.{key}` is {}, not {expected}",
+                super::fields::described(value)
+            ));
+        }
+    }
     let mut reference = Reference::default();
     let mut sections: Vec<(String, String, String)> = Vec::new();
     let mut push = |name: String, lines: Vec<String>| {
@@ -115,6 +135,11 @@ pub fn case_from_line(line: &str, path: &Path, number: u64) -> Result<RawCase, S
             }
         }
     }
+    if sections.iter().all(|(_, _, text)| text.trim().is_empty()) {
+        return Err(format!(
+            "line {number}: `OSCE_Examination` holds no case text (no field besides `Correct_Diagnosis`)"
+        ));
+    }
     let source_id = osce
         .get("Objective_for_Doctor")
         .map(|_| format!("agentclinic-{number}"))
@@ -131,6 +156,7 @@ pub fn case_from_line(line: &str, path: &Path, number: u64) -> Result<RawCase, S
         source_format: "agentclinic",
         source_path: path.display().to_string(),
         source_line: Some(number),
+        id_given: false,
         body: Body::Sections(sections),
         reference,
         extra,

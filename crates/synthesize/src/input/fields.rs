@@ -50,7 +50,27 @@ pub fn case_from_object(
     case_from_map(object, format, path, number)
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// A value's kind and a short view of it, for a message: `null`, `a
+/// number (12345)`, `an array (["a","b"])`.
+pub(super) fn described(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        other => {
+            let mut shown = other.to_string();
+            if shown.len() > 40 {
+                let mut cut = 40;
+                while !shown.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                shown.truncate(cut);
+                shown.push('…');
+            }
+            format!("{} ({shown})", kind_of(other))
+        }
+    }
+}
+
+pub(super) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -77,13 +97,36 @@ pub fn case_from_map(
         let normalised = normalise_key(&key);
         if ID_KEYS.contains(&normalised.as_str()) && source_id.is_none() {
             source_id = Some(match &value {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
+                Value::String(text) if !text.trim().is_empty() => text.clone(),
+                Value::Number(number) if number.is_u64() || number.is_i64() => number.to_string(),
+                other => {
+                    return Err(format!(
+                        "line {number}: field `{key}` is {}; a case id must be a non-empty string or a whole number",
+                        described(other)
+                    ));
+                }
             });
         } else if TEXT_KEYS.contains(&normalised.as_str()) && text.is_none() {
-            text = Some(as_text(&value));
+            text = Some(match &value {
+                Value::String(content) => content.clone(),
+                other => {
+                    return Err(format!(
+                        "line {number}: field `{key}` is {}; the case text must be a string",
+                        described(other)
+                    ));
+                }
+            });
         } else if let Some(position) = SECTION_COLUMNS.iter().position(|(name, _)| *name == normalised) {
-            let content = as_text(&value);
+            let content = match &value {
+                Value::String(content) => content.clone(),
+                Value::Null => String::new(),
+                other => {
+                    return Err(format!(
+                        "line {number}: field `{key}` is {}; a section's text must be a string (or null)",
+                        described(other)
+                    ));
+                }
+            };
             if !content.trim().is_empty() {
                 sections.push((position, content));
             }
@@ -97,15 +140,41 @@ pub fn case_from_map(
                     reference.facts =
                         facts(&value).map_err(|why| format!("line {number}: field `{key}`: {why}"))?;
                 }
-                "diagnosis" | "correct_diagnosis" => reference.diagnosis = Some(as_text(&value)),
+                "diagnosis" | "correct_diagnosis" => {
+                    reference.diagnosis = match &value {
+                        Value::String(diagnosis) => Some(diagnosis.clone()),
+                        Value::Null => None,
+                        other => {
+                            return Err(format!(
+                                "line {number}: field `{key}` is {}; a diagnosis must be a string",
+                                described(other)
+                            ));
+                        }
+                    };
+                }
                 "rules" => {
                     reference.rules = match &value {
-                        Value::Array(items) => items.iter().map(as_text).collect(),
-                        other => as_text(other)
+                        Value::Array(items) => items
+                            .iter()
+                            .map(|item| match item {
+                                Value::String(rule) => Ok(rule.clone()),
+                                other => Err(format!(
+                                    "line {number}: field `{key}` holds {}; each rule must be a string",
+                                    described(other)
+                                )),
+                            })
+                            .collect::<Result<_, _>>()?,
+                        Value::String(_) | Value::Null => as_text(&value)
                             .split(';')
                             .map(|rule| rule.trim().to_string())
                             .filter(|rule| !rule.is_empty())
                             .collect(),
+                        other => {
+                            return Err(format!(
+                                "line {number}: field `{key}` is {}; rules must be a list of strings or one `;`-separated string",
+                                described(other)
+                            ));
+                        }
                     };
                 }
                 _ => extra.push(KeyValue {
@@ -116,6 +185,11 @@ pub fn case_from_map(
         }
     }
     let body = match (text, sections.is_empty()) {
+        (Some(text), true) if text.trim().is_empty() => {
+            return Err(format!(
+                "line {number}: the case text is empty (and the record has no section field)"
+            ));
+        }
         (Some(text), true) => Body::Text(text),
         (text, false) => {
             sections.sort_by_key(|(position, _)| *position);
@@ -142,6 +216,7 @@ pub fn case_from_map(
         }
     };
     Ok(RawCase {
+        id_given: source_id.is_some(),
         source_id: source_id.unwrap_or_else(|| format!("line-{number}")),
         source_format: format,
         source_path: path.display().to_string(),

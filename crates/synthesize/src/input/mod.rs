@@ -4,7 +4,10 @@
 
 mod agentclinic;
 mod csv;
+mod duplicates;
 mod fields;
+
+pub use duplicates::Duplicates;
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +54,9 @@ pub struct RawCase {
     pub source_format: &'static str,
     pub source_path: String,
     pub source_line: Option<u64>,
+    /// The record named its id (an `id` field); otherwise the id was made
+    /// up from the file name or line number.
+    pub id_given: bool,
     pub body: Body,
     pub reference: Reference,
     pub extra: Vec<KeyValue>,
@@ -92,26 +98,50 @@ fn reject(path: &Path, line: Option<u64>, id: Option<String>, reason: String, by
     }
 }
 
-/// Expands directories (their files, sorted; sub-folders are not entered).
-pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
+/// One file to read, and whether it was found inside an `--input` folder
+/// (where a file of unknown format is skipped with a warning row, not an
+/// error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub path: PathBuf,
+    pub in_folder: bool,
+}
+
+/// The files named by the inputs, and the entries skipped on the way.
+#[derive(Debug, Default)]
+pub struct Expanded {
+    pub files: Vec<Source>,
+    /// Hidden entries, symbolic links not followed, unreadable entries: one
+    /// warning row each.
+    pub skipped: Vec<Rejected>,
+}
+
+/// How deep folders are entered (a guard against link loops and
+/// pathological trees).
+const MAX_FOLDER_DEPTH: usize = 64;
+
+/// Expands the inputs into files. A named file is read as named (a link
+/// included). A folder is read recursively, entries sorted by name; inside
+/// folders, entries whose name starts with `.` are skipped with a warning
+/// row, and so are symbolic links unless `follow_symlinks`. The folders in
+/// `exclude` (the run being written) are not entered.
+pub fn expand(inputs: &[PathBuf], follow_symlinks: bool, exclude: &[PathBuf]) -> Result<Expanded> {
+    let mut expanded = Expanded::default();
     for input in inputs {
         if input.is_dir() {
-            let mut entries: Vec<PathBuf> = fs_err::read_dir(input)
-                .map_err(|source| Error::Read {
-                    path: input.clone(),
-                    source,
-                })?
-                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-                .filter(|path| path.is_file())
+            let mut visited: Vec<PathBuf> = exclude
+                .iter()
+                .filter_map(|path| fs_err::canonicalize(path).ok())
                 .collect();
-            entries.sort();
-            files.extend(entries);
+            walk(input, 0, follow_symlinks, &mut visited, &mut expanded)?;
         } else {
-            files.push(input.clone());
+            expanded.files.push(Source {
+                path: input.clone(),
+                in_folder: false,
+            });
         }
     }
-    if files.is_empty() {
+    if expanded.files.is_empty() && expanded.skipped.is_empty() {
         return Err(Error::NoInput(format!(
             "{} named no files",
             inputs
@@ -121,7 +151,110 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
                 .join(", ")
         )));
     }
-    Ok(files)
+    Ok(expanded)
+}
+
+fn skipped(path: &Path, reason: String) -> Rejected {
+    Rejected {
+        source_path: path.display().to_string(),
+        source_line: None,
+        source_id: None,
+        reason: format!("skipped: {reason}"),
+        excerpt: None,
+    }
+}
+
+fn walk(
+    folder: &Path,
+    depth: usize,
+    follow_symlinks: bool,
+    visited: &mut Vec<PathBuf>,
+    expanded: &mut Expanded,
+) -> Result<()> {
+    if depth > MAX_FOLDER_DEPTH {
+        expanded.skipped.push(skipped(
+            folder,
+            format!("folder nested deeper than {MAX_FOLDER_DEPTH} levels"),
+        ));
+        return Ok(());
+    }
+    // A followed link may lead back up: each real folder is entered once.
+    if let Ok(real) = fs_err::canonicalize(folder) {
+        if visited.contains(&real) {
+            if depth > 0 {
+                expanded.skipped.push(skipped(
+                    folder,
+                    "a folder already read, or the run being written".into(),
+                ));
+            }
+            return Ok(());
+        }
+        visited.push(real);
+    }
+    let mut entries: Vec<PathBuf> = fs_err::read_dir(folder)
+        .map_err(|source| Error::Read {
+            path: folder.to_path_buf(),
+            source,
+        })?
+        .map(|entry| {
+            entry.map(|entry| entry.path()).map_err(|source| Error::Read {
+                path: folder.to_path_buf(),
+                source,
+            })
+        })
+        .collect::<Result<_>>()?;
+    entries.sort();
+    for path in entries {
+        let hidden = path
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with('.'));
+        let metadata = match fs_err::symlink_metadata(&path) {
+            Ok(metadata) => metadata,
+            Err(error) => {
+                expanded
+                    .skipped
+                    .push(skipped(&path, format!("cannot be read: {error}")));
+                continue;
+            }
+        };
+        if hidden {
+            expanded.skipped.push(skipped(
+                &path,
+                "hidden (a name starting with `.` is not read from a folder)".into(),
+            ));
+            continue;
+        }
+        let is_link = metadata.file_type().is_symlink();
+        if is_link && !follow_symlinks {
+            let target = fs_err::read_link(&path)
+                .map_or_else(|_| "?".to_string(), |target| target.display().to_string());
+            expanded.skipped.push(skipped(
+                &path,
+                format!(
+                    "symbolic link to {target} (links are not followed; pass --follow-symlinks or set `follow-symlinks = true` in [cases])"
+                ),
+            ));
+            continue;
+        }
+        if path.is_dir() {
+            walk(&path, depth + 1, follow_symlinks, visited, expanded)?;
+        } else if path.is_file() {
+            expanded.files.push(Source {
+                path,
+                in_folder: true,
+            });
+        } else {
+            expanded.skipped.push(skipped(
+                &path,
+                if is_link {
+                    "a broken symbolic link".into()
+                } else {
+                    "not a regular file".into()
+                },
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Detects the format of one file from its extension and first line.
@@ -381,6 +514,9 @@ fn read_text(path: &Path, bytes: &[u8], size: usize, max_case_bytes: usize, read
             source_format: "text",
             source_path: path.display().to_string(),
             source_line: None,
+            // The file's name is the case's id: two files of one name are
+            // duplicates, as two records of one id are.
+            id_given: true,
             body: Body::Text(text.to_string()),
             reference: Reference::default(),
             extra: Vec::new(),
@@ -397,7 +533,7 @@ fn read_text(path: &Path, bytes: &[u8], size: usize, max_case_bytes: usize, read
 
 pub(crate) fn too_big(size: usize, limit: usize) -> String {
     format!(
-        "case is {size} bytes, over the limit of {limit} bytes per case (raise max_case_bytes to accept it)"
+        "case is {size} bytes, over the limit of {limit} bytes per case (raise it with --max-case-bytes, or `max-case-bytes` in [cases] of a pipeline)"
     )
 }
 
@@ -476,7 +612,7 @@ mod tests {
         text.extend_from_slice(b"c,\"never closed\nstill open\n");
         std::fs::write(&path, &text).expect("write");
         let got = summary(&path, 500);
-        assert_eq!(got.len(), 5, "{got:#?}");
+        assert_eq!(got.len(), 6, "{got:#?}");
         assert_eq!(got[0], "case a line Some(2)");
         assert!(
             got[1].starts_with("rejected line Some(4): line 4: not valid UTF-8"),
@@ -489,9 +625,17 @@ mod tests {
             got[2]
         );
         assert_eq!(got[3], "case b line Some(6)");
+        assert!(
+            got[4].starts_with(
+                "rejected line Some(8): line 8: the quoted field opened on line 8 is never closed"
+            ),
+            "{}",
+            got[4]
+        );
+        // The line the open quote swallowed is read again, as a row of its own.
         assert_eq!(
-            got[4],
-            "rejected line Some(8): line 8: a quoted field is never closed"
+            got[5],
+            "rejected line Some(9): line 9: 1 fields where the header has 2 columns"
         );
         // A header without a text column rejects the file, once.
         std::fs::write(&path, "id,notes\n1,HER2 positive\n2,x\n").expect("write");

@@ -7,6 +7,7 @@ mod agentclinic;
 mod bad_input;
 mod cohort_quality;
 mod determinism;
+mod intake;
 mod user_cohorts;
 
 use std::path::Path;

@@ -14,7 +14,7 @@ fn cohort_jsonl_carries_the_reference_through() {
     assert_eq!(std::fs::read_dir(&written.text_dir).unwrap().count(), 24);
     let report = run(
         &Config::default(),
-        &[dir.path().to_path_buf()],
+        std::slice::from_ref(&written.jsonl),
         &dir.path().join("run"),
     )
     .unwrap();
@@ -22,6 +22,20 @@ fn cohort_jsonl_carries_the_reference_through() {
         (report.cases, report.quarantined, report.span_failures),
         (24, 0, 0)
     );
+    // The folder holds each case twice (the JSONL and a text file of the
+    // same id): read whole, every copy is quarantined, none doubled.
+    let both = run(
+        &Config::default(),
+        &[dir.path().to_path_buf()],
+        &dir.path().join("both"),
+    )
+    .unwrap();
+    assert_eq!(both.cases, 0, "{both:?}");
+    let duplicates = crate::quarantine_rows(&dir.path().join("both"))
+        .into_iter()
+        .filter(|row| row.reason.contains("duplicate case"))
+        .count();
+    assert_eq!(duplicates, 48);
     let rows = crate::case_rows(&dir.path().join("run"));
     for (row, case) in rows.iter().zip(&cases) {
         assert_eq!(row.source_id, case.id);
