@@ -138,6 +138,19 @@ pub struct JudgePlan {
     pub limits: Option<Limits>,
 }
 
+impl JudgePlan {
+    /// The model this judge calls: its name, or a cascade's model part
+    /// (`cascade:rule,<model>`); `None` for the rule judge.
+    pub fn model(&self) -> Option<&str> {
+        let model = self
+            .name
+            .strip_prefix("cascade:")
+            .and_then(|chain| chain.split_once(','))
+            .map_or(self.name.as_str(), |(_, model)| model.trim());
+        (model != cfeval_judge::RuleJudge::NAME).then_some(model)
+    }
+}
+
 /// Aggregate settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggregatePlan {
@@ -1095,7 +1108,10 @@ struct Defaults {
 
 /// One model a pipeline calls, for the environment check.
 struct Endpoint<'a> {
+    /// The name as the pipeline writes it (what error lines point at).
     name: &'a str,
+    /// The model it calls (a cascade judge's model part).
+    model: &'a str,
     role: &'a str,
     base_url: Option<&'a String>,
     api_key_env: Option<&'a String>,
@@ -1107,17 +1123,19 @@ impl Pipeline {
         for subject in self.subjects.iter().filter(|subject| !subject.is_control()) {
             endpoints.push(Endpoint {
                 name: &subject.name,
+                model: &subject.name,
                 role: "subject",
                 base_url: subject.base_url.as_ref(),
                 api_key_env: subject.api_key_env.as_ref(),
             });
         }
         for judge in &self.judges {
-            if judge.name == cfeval_judge::RuleJudge::NAME {
+            let Some(model) = judge.model() else {
                 continue;
-            }
+            };
             endpoints.push(Endpoint {
                 name: &judge.name,
+                model,
                 role: "judge",
                 base_url: judge.base_url.as_ref(),
                 api_key_env: judge.api_key_env.as_ref(),
@@ -1125,6 +1143,7 @@ impl Pipeline {
             if let Some(fallback) = &judge.fallback {
                 endpoints.push(Endpoint {
                     name: fallback,
+                    model: fallback,
                     role: "fallback judge",
                     base_url: None,
                     api_key_env: None,
@@ -1140,7 +1159,7 @@ impl Pipeline {
     pub fn check_environment(&self, env: &dyn Fn(&str) -> Option<String>) -> Vec<PipelineError> {
         let mut problems = Vec::new();
         for endpoint in self.endpoints() {
-            let message = if endpoint.name.starts_with("embedded/") {
+            let message = if endpoint.model.starts_with("embedded/") {
                 let path = cfeval_embedded::default_model_path();
                 (!path.exists()).then(|| {
                     format!(
@@ -1151,7 +1170,7 @@ impl Pipeline {
                     )
                 })
             } else {
-                let mut spec = SubjectSpec::new(endpoint.name);
+                let mut spec = SubjectSpec::new(endpoint.model);
                 spec.base_url = endpoint.base_url.cloned();
                 spec.api_key_env = endpoint.api_key_env.cloned();
                 spec.resolve_with(env)

@@ -233,17 +233,20 @@ impl LlmJudge {
         Ok(Self::with_prompt(name, client, PairPrompt::builtin()?))
     }
 
+    /// The verdict's token budget unless [`LlmJudge::with_max_tokens`] sets one.
+    pub const DEFAULT_MAX_TOKENS: u32 = 512;
+
     /// A judge with its own prompt template.
     pub fn with_prompt(name: impl Into<String>, client: Arc<ModelClient>, prompt: PairPrompt) -> Self {
         Self {
             name: name.into(),
             client,
             prompt,
-            max_tokens: 512,
+            max_tokens: Self::DEFAULT_MAX_TOKENS,
         }
     }
 
-    /// Caps the verdict's length in tokens (default 512); a small local
+    /// Caps the verdict's length in tokens (default [`LlmJudge::DEFAULT_MAX_TOKENS`]); a small local
     /// judge that runs on can then not hold a run up.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens.max(1);

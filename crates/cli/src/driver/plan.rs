@@ -92,6 +92,10 @@ fn identity(subject: &SubjectPlan) -> Option<BackendIdentity> {
         .map(|config| BackendIdentity::from_config(&config))
 }
 
+/// Tokens of the expected direction a model judge reads with each pair (its
+/// text is a few sentences of the catalog).
+const JUDGE_EXPECTATION_TOKENS: u64 = 256;
+
 #[derive(Default)]
 struct UnitPlan {
     tuples: u64,
@@ -245,9 +249,12 @@ fn print_plan(
     }
     let per_family = family_counts(variants, slice)?;
     writeln!(out, "\njudge:")?;
+    let mut unpriced: Vec<String> = Vec::new();
     for judge in &pipeline.judges {
-        // Responses this judge scores, and the pair verdicts among them.
-        let (mut responses, mut pairs) = (0u64, 0u64);
+        // Responses this judge scores, the pair verdicts among them, and
+        // the most input a model judge reads: its template and the two
+        // answers of each pair, each at most its subject's max tokens.
+        let (mut responses, mut pairs, mut pair_answer_tokens) = (0u64, 0u64, 0u64);
         for subject in &pipeline.subjects {
             if !judge.subjects.is_empty() && !judge.subjects.contains(&subject.name) {
                 continue;
@@ -260,19 +267,43 @@ fn print_plan(
                     responses += count;
                     if family != "baseline" {
                         pairs += count;
+                        pair_answer_tokens += count * 2 * u64::from(subject.max_tokens);
                     }
                 }
             }
         }
-        let calls = if judge.name == cfeval_judge::RuleJudge::NAME {
-            0
+        // A cascade calls its model for the pairs the rule judge leaves
+        // uncertain: at most all of them.
+        let model = judge.model().unwrap_or(cfeval_judge::RuleJudge::NAME);
+        let calls = if judge.model().is_some() { pairs } else { 0 };
+        let cost = if calls == 0 {
+            Some(0.0)
         } else {
-            pairs
+            let input = calls
+                * (cfeval_judge::JUDGE_PAIR_TEMPLATE.len() as u64 / 4 + JUDGE_EXPECTATION_TOKENS)
+                + pair_answer_tokens;
+            let output = calls
+                * u64::from(
+                    judge
+                        .max_tokens
+                        .unwrap_or(cfeval_judge::LlmJudge::DEFAULT_MAX_TOKENS),
+                );
+            prices
+                .lookup(model)
+                .map(|price| (input as f64 * price.input + output as f64 * price.output) / 1_000_000.0)
         };
+        match cost {
+            Some(cost) => total_cost += cost,
+            None => unpriced.push(model.to_string()),
+        }
         writeln!(
             out,
-            "       {:<32} {responses} responses, {pairs} pair verdicts, {calls} model calls (at most){}",
+            "       {:<32} {responses} responses, {pairs} pair verdicts, {calls} model calls (at most), cost ≤ {}{}",
             judge.name,
+            cost.map_or_else(
+                || format!("unknown (no price for {model})"),
+                |cost| format!("${cost:.4}")
+            ),
             judge
                 .fallback
                 .as_ref()
@@ -286,10 +317,18 @@ fn print_plan(
         "\naggregate: {} paired bootstrap resamples of cases (jointly across families), level {}, seed {}",
         pipeline.aggregate.resamples, pipeline.aggregate.level, pipeline.seed
     )?;
-    writeln!(
-        out,
-        "\ntotal: {total_calls} new subject calls, cost ≤ ${total_cost:.4} (cost is an upper bound: every call at max tokens)"
-    )?;
+    if unpriced.is_empty() {
+        writeln!(
+            out,
+            "\ntotal: {total_calls} new subject calls, cost ≤ ${total_cost:.4} with the judges (an upper bound: every call at max tokens)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "\ntotal: {total_calls} new subject calls, cost ≤ ${total_cost:.4} plus the unpriced judge calls of {} (an upper bound: every call at max tokens)",
+            unpriced.join(", ")
+        )?;
+    }
     let problems = pipeline.check_environment(&|name: &str| std::env::var(name).ok());
     for problem in &problems {
         writeln!(out, "missing: {problem}")?;

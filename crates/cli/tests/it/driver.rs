@@ -480,6 +480,56 @@ fn dry_run_counts(stdout: &str, subject: &str) -> (u64, u64, u64, String) {
     (number(2), number(3), number(4), fields[5].to_string())
 }
 
+/// The dry run's cost bound counts the model judges' calls: a priced judge
+/// adds to the total, an unpriced one is named instead of counted as free.
+#[test]
+fn dry_run_cost_bound_counts_model_judge_calls() {
+    let server = verdict_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let judges = format!(
+        "{RULE_JUDGE}\n[[judges]]\nname = \"cascade:rule,openai/gpt-5\"\nbase-url = \"{url}\"\n\n[[judges]]\nname = \"openai/{JUDGE_MODEL}\"\nbase-url = \"{url}\"\nfamilies = [\"D\"]\n",
+        url = server.openai_base_url()
+    );
+    let pipeline = write_pipeline(dir.path(), &server.openai_base_url(), &judges);
+    let stdout = succeeded(
+        run_command(dir.path(), &pipeline, &["--dry-run"])
+            .output()
+            .expect("dry run"),
+        "dry run",
+    );
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|line| line.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no judge line for {name} in\n{stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("rule ").contains("0 model calls (at most), cost ≤ $0.0000"),
+        "{stdout}"
+    );
+    let cascade = line("cascade:rule,openai/gpt-5");
+    let cost: f64 = cascade
+        .split("cost ≤ $")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no cost in {cascade}"));
+    assert!(cost > 0.0, "{cascade}");
+    assert!(
+        line(&format!("openai/{JUDGE_MODEL}"))
+            .contains(&format!("unknown (no price for openai/{JUDGE_MODEL})")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("plus the unpriced judge calls of openai/{JUDGE_MODEL}")),
+        "{stdout}"
+    );
+    // A cascade's model is resolved like any judge's: it needs only its key.
+    assert!(!stdout.contains("invalid subject name"), "{stdout}");
+    assert_eq!(server.requests(), 0, "a dry run calls no model");
+}
+
 #[test]
 fn dry_run_predicts_the_calls_a_run_makes_and_finds_them_cached() {
     let server = verdict_server();
