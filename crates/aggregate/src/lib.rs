@@ -215,7 +215,7 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
         },
     ));
     rows.extend(scores::outcome_rows(&run, &accumulated, &config.css_families));
-    rows.extend(human::rows(&run, &accumulated, &labels));
+    rows.extend(human::rows(&run, &accumulated, &labels, &options));
     let report = Report {
         skipped: false,
         run,

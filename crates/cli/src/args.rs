@@ -42,6 +42,54 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Print a table's rows (nested columns as nested JSON).
     Show(ShowArgs),
+    /// Human labels: a blinded, stratified sample for raters, and their labels back.
+    Labels(LabelsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabelsArgs {
+    #[command(subcommand)]
+    pub command: LabelsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabelsCommand {
+    /// Write a stratified, subject-blinded sample of a run's answer pairs for
+    /// raters (`sample.csv`, `sample.jsonl`) and its key (`key.csv`, kept
+    /// from the raters).
+    Sample(LabelsSampleArgs),
+    /// Check raters' label files against a sample's key and write the human
+    /// labels `cfeval aggregate --human-labels` reads.
+    Import(LabelsImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabelsSampleArgs {
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Items per family (A–E and N), fewer where a family has fewer pairs.
+    #[arg(long, default_value_t = 20)]
+    pub per_family: usize,
+    /// Chooses the items (the same seed gives the same sample).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The folder to write into (it must not hold a sample already).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct LabelsImportArgs {
+    /// The sample's `key.csv`.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The human-label CSV to write (e.g. `RUN/labels/human.csv`).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Raters' files (CSV or JSONL: `item_id`, `label`, optional
+    /// `direction_wrong` and `rater`; the rater defaults to the file's name).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

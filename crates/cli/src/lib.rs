@@ -11,6 +11,7 @@ mod driver;
 mod infer_cmd;
 mod inspect;
 mod judge_cmd;
+mod labels_cmd;
 mod perturb_cmd;
 pub mod pipeline;
 mod status;
@@ -53,6 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     cfeval_schema::set_verify_reads(!cli.no_verify);
     match cli.command {
         Command::Show(args) => inspect::show(&args, &mut std::io::stdout().lock()),
+        Command::Labels(args) => labels_cmd::labels(&args.command, &mut std::io::stdout().lock()),
         Command::Status(args) => status::status(&args, &mut std::io::stdout().lock()),
         Command::Verify(args) => verify_cmd::verify(&args, &mut std::io::stdout().lock()),
         Command::Cohort(args) => synthesize_cmd::cohort(&args, &mut std::io::stdout().lock()),

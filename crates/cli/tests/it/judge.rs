@@ -58,6 +58,23 @@ fn prepare_run(dir: &Path, run: &Path, cases: usize) {
     );
 }
 
+/// `openai/gpt-5.4` answers `families` of `run` from the test server at `url`.
+fn infer_served(run: &Path, url: &str, families: &[&str], env: &[(&str, &str)]) {
+    let mut args = vec![
+        "infer",
+        "--run",
+        path(run),
+        "--subject",
+        "openai/gpt-5.4",
+        "--base-url",
+        url,
+    ];
+    for family in families {
+        args.extend(["--family", family]);
+    }
+    ok(cfeval_env(&args, env), "infer gpt-5.4");
+}
+
 fn path(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
@@ -226,23 +243,7 @@ fn judge_only_rerun_calls_no_subject_and_keeps_earlier_judgments() {
         ("OPENAI_BASE_URL", url.as_str()),
         ("VLLM_BASE_URL", url.as_str()),
     ];
-    ok(
-        cfeval_env(
-            &[
-                "infer",
-                "--run",
-                path(&run),
-                "--subject",
-                "openai/gpt-5.4",
-                "--base-url",
-                &url,
-                "--family",
-                "A",
-            ],
-            &key,
-        ),
-        "infer gpt-5.4",
-    );
+    infer_served(&run, &url, &["A"], &key);
     ok(
         cfeval(&["infer", "--run", path(&run), "--subject", "control/reference"]),
         "infer reference",
@@ -321,4 +322,178 @@ fn judge_only_rerun_calls_no_subject_and_keeps_earlier_judgments() {
         "earlier judgments untouched"
     );
     assert!(after.iter().any(|row| row.judge == "vllm/judge-model"));
+}
+
+/// Human labels as a workflow: a blinded, stratified sample for raters,
+/// two raters' files imported against its key, and the scores carrying
+/// judge–human and human–human κ per family and the disputed directions.
+#[test]
+fn labels_sample_import_and_agreement_in_scores() {
+    let server = BackgroundServer::start(ServerConfig::default()).expect("server");
+    let url = server.openai_base_url();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    prepare_run(dir.path(), &run, 8);
+    infer_served(&run, &url, &["A", "N"], &[("OPENAI_API_KEY", "test-key")]);
+    ok(
+        cfeval(&["judge", "--run", path(&run), "--judge", "rule"]),
+        "judge",
+    );
+    let sample = dir.path().join("sample");
+    let said = ok(
+        cfeval(&[
+            "labels",
+            "sample",
+            "--run",
+            path(&run),
+            "--per-family",
+            "3",
+            "--seed",
+            "5",
+            "--out",
+            path(&sample),
+        ]),
+        "labels sample",
+    );
+    assert!(said.contains("sampled"), "{said}");
+    // Blinded: no subject in what raters read; the key has it.
+    let for_raters = std::fs::read_to_string(sample.join("sample.csv")).expect("sample.csv");
+    // (The test server's answers echo the model's name; the subject's
+    // name and mode are nowhere else.)
+    let header = for_raters.lines().next().expect("header");
+    assert!(
+        !header.contains("subject") && !header.contains("mode"),
+        "{header}"
+    );
+    assert!(
+        !for_raters.contains("openai/gpt-5.4"),
+        "the rater file names the subject"
+    );
+    assert!(
+        std::fs::read_to_string(sample.join("key.csv"))
+            .expect("key")
+            .contains("openai/gpt-5.4")
+    );
+    // The same seed gives the same sample; a second sample never overwrites the key.
+    let again = cfeval(&[
+        "labels",
+        "sample",
+        "--run",
+        path(&run),
+        "--per-family",
+        "3",
+        "--seed",
+        "5",
+        "--out",
+        path(&sample),
+    ]);
+    assert!(!again.status.success(), "a sample was written over its key");
+    let items: Vec<serde_json::Value> = std::fs::read_to_string(sample.join("sample.jsonl"))
+        .expect("jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("item"))
+        .collect();
+    let families: std::collections::BTreeSet<&str> = items
+        .iter()
+        .map(|item| item["family"].as_str().expect("family"))
+        .collect();
+    assert_eq!(
+        families,
+        ["A", "N"].into(),
+        "stratified over the families answered"
+    );
+    assert!(
+        items
+            .iter()
+            .all(|item| !item["variant_answer"].as_str().unwrap_or("").is_empty())
+    );
+    // Two raters: one CSV, one JSONL; they disagree on one item and the
+    // second holds one expected direction clinically wrong.
+    let label = |item: &serde_json::Value| if item["family"] == "N" { "held" } else { "ignored" };
+    let mut first = String::from("item_id,label,direction_wrong\n");
+    let mut second = String::new();
+    for (index, item) in items.iter().enumerate() {
+        let id = item["item_id"].as_str().expect("id");
+        first.push_str(&format!("{id},{},\n", label(item)));
+        let first_a = items.iter().position(|item| item["family"] == "A");
+        let other = if Some(index) == first_a {
+            "updated"
+        } else {
+            label(item)
+        };
+        second.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"item_id": id, "label": other, "direction_wrong": index == 1})
+        ));
+    }
+    let first_file = dir.path().join("ana.csv");
+    let second_file = dir.path().join("ben.jsonl");
+    std::fs::write(&first_file, first).expect("write");
+    std::fs::write(&second_file, second).expect("write");
+    let human = run.join("labels/human.csv");
+    let said = ok(
+        cfeval(&[
+            "labels",
+            "import",
+            "--key",
+            path(&sample.join("key.csv")),
+            "--out",
+            path(&human),
+            path(&first_file),
+            path(&second_file),
+        ]),
+        "labels import",
+    );
+    assert!(said.contains("from 2 raters (ana, ben)"), "{said}");
+    // A bad row is named by file and row, and nothing is written.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "item_id,label\nLnotthere,ignored\n").expect("write");
+    let refused = cfeval(&[
+        "labels",
+        "import",
+        "--key",
+        path(&sample.join("key.csv")),
+        "--out",
+        path(&dir.path().join("x.csv")),
+        path(&bad),
+    ]);
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        message.contains("bad.csv:2") && message.contains("not in the key"),
+        "{message}"
+    );
+    assert!(!dir.path().join("x.csv").exists());
+
+    ok(
+        cfeval(&["aggregate", "--run", path(&run), "--human-labels", path(&human)]),
+        "aggregate",
+    );
+    let store = ShardStore::open_table::<cfeval_schema::ScoreRow>(&run).expect("scores");
+    let mut rows = Vec::new();
+    for batch in store.read_rows::<cfeval_schema::ScoreRow>().expect("read") {
+        rows.extend(batch.expect("batch"));
+    }
+    let find = |judge: &str, metric: &str, group: &str| {
+        rows.iter()
+            .find(|row| row.judge == judge && row.metric == metric && row.group == group)
+            .unwrap_or_else(|| panic!("no {judge} {metric} {group} row"))
+    };
+    let raters = find("human vs human", "agreement", "N");
+    assert!(raters.value > 0.99, "the raters agree on N: {raters:?}");
+    let overall = find("human vs human", "agreement", "all");
+    assert_eq!(overall.n_tuples, items.len() as u64);
+    assert!(overall.value < 1.0, "they disagree on one item: {overall:?}");
+    let kappa = find("human vs human", "kappa", "all");
+    assert!(kappa.value < 1.0 && kappa.ci_low.is_some(), "{kappa:?}");
+    let judge_a = rows
+        .iter()
+        .find(|row| row.judge == "human vs rule" && row.level == "family" && row.group == "A");
+    assert!(judge_a.is_some(), "no judge-human kappa for family A");
+    let disputed: f64 = rows
+        .iter()
+        .filter(|row| row.metric == "direction_disputed_rate")
+        .map(|row| row.value * row.n_tuples as f64)
+        .sum();
+    assert!((disputed - 1.0).abs() < 1e-9, "one label disputes a direction");
 }
