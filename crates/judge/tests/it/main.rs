@@ -115,7 +115,9 @@ fn response(
             "Reasoning: considered the chart.\nRecommendation: {recommendation}"
         )),
         recommendation: Some(recommendation.into()),
+        finish_reason: Some("stop".into()),
         attempts: 1,
+        tries: 1,
         cached: false,
         input_tokens: 0,
         output_tokens: 0,
