@@ -445,14 +445,25 @@ impl ShardStore {
         )
     }
 
-    /// A writer that rewrites the committed shard `old` (same unit and
+    /// A writer that rewrites the committed shards `old` (same unit and
     /// provenance): everything written goes into one new shard (never rolled
-    /// by size) whose entry replaces `old`; see the module docs. Call
+    /// by size) whose entry replaces them all; see the module docs. Call
     /// [`ShardStore::retire_replaced`] after its `finish`.
-    pub fn replacing_writer(&self, provenance: Provenance, old: &ShardEntry) -> ShardWriter {
+    pub fn replacing_writer(&self, provenance: Provenance, old: &[ShardEntry]) -> ShardWriter {
         let mut writer = self.writer(provenance);
-        writer.replace(old.file.clone());
+        writer.replace(old.iter().map(|entry| entry.file.clone()).collect());
         writer
+    }
+
+    /// Removes `unit`'s completion record (its shards stay): the unit is
+    /// being worked on again and reads as partial until it completes.
+    pub fn mark_incomplete(&mut self, unit: &str) -> Result<()> {
+        self.check_writable()?;
+        let manifest_dir = self.handle.dir.join(MANIFEST_DIR);
+        remove_if_exists(&manifest_dir.join(unit_record_name(unit)))?;
+        sync_dir(&manifest_dir)?;
+        self.units.remove(unit);
+        Ok(())
     }
 
     /// Retires the shards that committed rewrites replaced (entry first,

@@ -221,7 +221,7 @@ fn a_rewritten_shard_replaces_the_old_one_at_its_entry() {
     let mut rewritten = judgments(5);
     rewritten[2].status = "rewritten".into();
     // Written but not committed: readers still see the old rows only.
-    let mut writer = store.replacing_writer(provenance.clone(), &old);
+    let mut writer = store.replacing_writer(provenance.clone(), std::slice::from_ref(&old));
     writer.write_rows(&rewritten).expect("write");
     assert_eq!(read_all(&store), judgments(5));
     let new = writer.finish().expect("finish");
