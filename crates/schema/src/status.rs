@@ -48,7 +48,7 @@ impl ResponseStatus {
     ];
 
     /// The word stored in the `status` column.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             ResponseStatus::Ok => "ok",
             ResponseStatus::Error => "error",

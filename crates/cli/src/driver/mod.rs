@@ -182,6 +182,7 @@ pub fn infer_config(
             .map_or(pipeline.concurrency, |limits| limits.max_concurrency),
         slice,
         families: run.families.clone(),
+        max_tries: pipeline.max_tries,
         ..cfeval_infer::Config::default()
     }
 }
