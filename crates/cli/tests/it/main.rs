@@ -1,5 +1,6 @@
 //! Integration tests of the `cfeval` binary.
 
+mod answers;
 mod corruption;
 mod driver;
 mod gold;
