@@ -8,17 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use crate::support::catalog;
 use cfeval_model::testing::{BackgroundServer, FaultRates, ServerConfig};
 use cfeval_schema::{ResponseRow, ShardStore};
-
-fn catalog() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/catalog/oncology-v1.yaml")
-        .canonicalize()
-        .expect("catalog")
-        .display()
-        .to_string()
-}
 
 fn write_pipeline(dir: &Path, url: &str, max_tries: u32) -> PathBuf {
     let text = format!(
