@@ -4,9 +4,10 @@
 //!
 //! A judgment enters CSS (or the spurious-shift rate, or CMS) only when it is
 //! *decided*. The others are counted per (subject, mode, judge,
-//! intervention) — see [`Outcome`]: the answer was incomplete (truncated or
-//! refused: the response's finish reason, carried by the judgment's `status`,
-//! or its `finish_reason` column once the table has one), the judge failed
+//! intervention) — see [`Outcome`]: a response was not `ok` and so was not
+//! judged (its status carried by the judgment's `status`: `response_error`,
+//! `empty`, `truncated`, `refused`, `bad_tool_args`; or a judgment
+//! `finish_reason` column once the table has one), the judge failed
 //! (`status = error`), or the judge abstained (label `uncertain`, or no
 //! score).
 //!
@@ -20,7 +21,7 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray};
-use cfeval_schema::{JudgmentRow, ShardStore, Table};
+use cfeval_schema::{JudgmentRow, RESPONSE_ERROR, ResponseStatus, ShardStore, Table};
 
 use crate::error::{Error, Result};
 
@@ -132,17 +133,38 @@ pub enum Outcome {
     Truncated,
     /// The model refused (finish reason `content_filter` / `refusal`).
     Refused,
+    /// The answer had no text.
+    Empty,
+    /// The agent's tool arguments were not JSON.
+    BadToolArgs,
+    /// The subject's call failed (`response_error`).
+    ResponseError,
 }
 
 impl Outcome {
     /// Every outcome that keeps a judgment out of the estimates, with the
     /// metric name its count rows carry.
-    pub const EXCLUDED: [(Outcome, &'static str); 4] = [
+    pub const EXCLUDED: [(Outcome, &'static str); 7] = [
         (Outcome::Uncertain, "uncertain"),
-        (Outcome::Truncated, "truncated"),
-        (Outcome::Refused, "refused"),
+        (Outcome::Truncated, ResponseStatus::Truncated.as_str()),
+        (Outcome::Refused, ResponseStatus::Refused.as_str()),
+        (Outcome::Empty, ResponseStatus::Empty.as_str()),
+        (Outcome::BadToolArgs, ResponseStatus::BadToolArgs.as_str()),
+        (Outcome::ResponseError, RESPONSE_ERROR),
         (Outcome::JudgeError, "judge_error"),
     ];
+
+    /// Whether the subject's answer, not the judge, kept the judgment out.
+    pub fn is_unanswered(self) -> bool {
+        matches!(
+            self,
+            Outcome::Truncated
+                | Outcome::Refused
+                | Outcome::Empty
+                | Outcome::BadToolArgs
+                | Outcome::ResponseError
+        )
+    }
 
     /// The outcome of a judgment from its `status`, `finish_reason` (when the
     /// table has one), `label` and `score`. An incomplete answer wins over
@@ -152,6 +174,9 @@ impl Outcome {
         match (status, finish_reason) {
             ("truncated", _) | (_, Some("length" | "max_tokens" | "truncated")) => Outcome::Truncated,
             ("refused", _) | (_, Some("content_filter" | "refusal" | "refused")) => Outcome::Refused,
+            ("empty", _) => Outcome::Empty,
+            ("bad_tool_args", _) => Outcome::BadToolArgs,
+            (RESPONSE_ERROR, _) => Outcome::ResponseError,
             ("error", _) if label != Some(UNCERTAIN) => Outcome::JudgeError,
             _ if label == Some(UNCERTAIN) || !scored => Outcome::Uncertain,
             _ => Outcome::Decided,
@@ -170,6 +195,9 @@ pub struct Outcomes {
     pub judge_errors: u64,
     pub truncated: u64,
     pub refused: u64,
+    pub empty: u64,
+    pub bad_tool_args: u64,
+    pub response_errors: u64,
 }
 
 impl Outcomes {
@@ -180,6 +208,9 @@ impl Outcomes {
             Outcome::JudgeError => self.judge_errors += 1,
             Outcome::Truncated => self.truncated += 1,
             Outcome::Refused => self.refused += 1,
+            Outcome::Empty => self.empty += 1,
+            Outcome::BadToolArgs => self.bad_tool_args += 1,
+            Outcome::ResponseError => self.response_errors += 1,
         }
     }
 
@@ -191,12 +222,22 @@ impl Outcomes {
             Outcome::JudgeError => self.judge_errors,
             Outcome::Truncated => self.truncated,
             Outcome::Refused => self.refused,
+            Outcome::Empty => self.empty,
+            Outcome::BadToolArgs => self.bad_tool_args,
+            Outcome::ResponseError => self.response_errors,
         }
     }
 
     /// Every judgment, whatever became of it.
     pub fn total(&self) -> u64 {
-        self.decided + self.uncertain + self.judge_errors + self.truncated + self.refused
+        self.decided
+            + self.uncertain
+            + self.judge_errors
+            + self.truncated
+            + self.refused
+            + self.empty
+            + self.bad_tool_args
+            + self.response_errors
     }
 
     /// Adds another cell's counts.
@@ -206,6 +247,9 @@ impl Outcomes {
         self.judge_errors += other.judge_errors;
         self.truncated += other.truncated;
         self.refused += other.refused;
+        self.empty += other.empty;
+        self.bad_tool_args += other.bad_tool_args;
+        self.response_errors += other.response_errors;
     }
 }
 
@@ -250,6 +294,10 @@ pub struct Accumulated {
     pub truncated: u64,
     /// Rows of a refused answer.
     pub refused: u64,
+    /// Rows of an empty answer, of broken tool arguments, of a failed call.
+    pub empty: u64,
+    pub bad_tool_args: u64,
+    pub response_errors: u64,
     /// Rows of a metric or family the stage does not score.
     pub ignored: u64,
 }
@@ -499,6 +547,18 @@ impl<'a> Accumulator<'a> {
                     self.out.refused += 1;
                     continue;
                 }
+                Outcome::Empty => {
+                    self.out.empty += 1;
+                    continue;
+                }
+                Outcome::BadToolArgs => {
+                    self.out.bad_tool_args += 1;
+                    continue;
+                }
+                Outcome::ResponseError => {
+                    self.out.response_errors += 1;
+                    continue;
+                }
             }
             let value = score.value(row);
             let case_name = text(case_id, row).unwrap_or_default();
@@ -697,6 +757,13 @@ mod tests {
             Outcome::Refused
         );
         assert_eq!(classify("refused", None, None, false), Outcome::Refused);
+        assert_eq!(classify("empty", None, None, false), Outcome::Empty);
+        assert_eq!(classify("bad_tool_args", None, None, false), Outcome::BadToolArgs);
+        assert_eq!(
+            classify("response_error", None, None, false),
+            Outcome::ResponseError
+        );
+        assert!(Outcome::ResponseError.is_unanswered() && !Outcome::JudgeError.is_unanswered());
         assert_eq!(
             classify("ok", Some("stop"), Some("ignored"), true),
             Outcome::Decided

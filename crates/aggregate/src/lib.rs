@@ -20,7 +20,8 @@
 //!   negative-control family N sits beside it and is never pooled into it.
 //! - Only *decided* judgments enter an estimate: the judge's abstentions
 //!   (label `uncertain`, or no score), judge errors and the judgments of
-//!   truncated or refused answers are left out and counted.
+//!   responses that are not `ok` (a failed call, or an empty, truncated,
+//!   refused or bad-tool-arguments reply) are left out and counted.
 //! - Controls (subjects `control/…`, `is_control`) get their own estimates
 //!   but take no part in ranks, rank probabilities, Spearman ρ, κ or blind
 //!   spots.
@@ -37,7 +38,7 @@
 //! | `spurious_shift` | `family`/N, `intervention`/id | share of negative-control pairs that moved |
 //! | `integration_failure`, `access_failure` | `overall`, `family` | agents: decisive section read but not acted on / not read |
 //! | `delta_agent_minus_single_shot[_cms, _css_balanced, _spurious_shift]` | as the metric | paired difference agent − single-shot |
-//! | `uncertain`, `truncated`, `refused`, `judge_error` | `overall`/`all` (CSS families), `family`/any | count of judgments left out; `n_tuples` = all judgments of the cell |
+//! | `uncertain`, `truncated`, `refused`, `empty`, `bad_tool_args`, `response_error`, `judge_error` | `overall`/`all` (CSS families), `family`/any | count of judgments left out (the response statuses: tuples the subject did not answer usably); `n_tuples` = all judgments of the cell |
 //! | `rank_cms`, `rank_css`, `rank_swap` | `comparison`/`all` | ranks among the subjects under test (1 = best), swap = CSS rank − CMS rank |
 //! | `rank_first_cms`, `rank_first_css` | `comparison`/`all` | P(the subject ranks first) over the resamples (ties share) |
 //! | `rank_swap_probability` | `comparison`, subject/`all` | P(the subject's CSS rank ≠ its CMS rank) |
@@ -140,6 +141,11 @@ pub struct Report {
     pub truncated: u64,
     /// Judgments of refused answers (left out).
     pub refused: u64,
+    /// Judgments of empty answers, broken tool arguments and failed calls
+    /// (left out).
+    pub empty: u64,
+    pub bad_tool_args: u64,
+    pub response_errors: u64,
     pub ignored: u64,
     pub estimates: usize,
     pub score_rows: usize,
@@ -224,6 +230,9 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
         uncertain: accumulated.uncertain,
         truncated: accumulated.truncated,
         refused: accumulated.refused,
+        empty: accumulated.empty,
+        bad_tool_args: accumulated.bad_tool_args,
+        response_errors: accumulated.response_errors,
         ignored: accumulated.ignored,
         estimates: specs.len(),
         score_rows: rows.len(),

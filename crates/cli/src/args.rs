@@ -193,6 +193,11 @@ pub struct InferArgs {
     pub max_steps: u32,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Tries per tuple across runs: a rerun answers again the rows that are
+    /// not `ok` (errors, empty, truncated, refused, bad tool arguments) until
+    /// they were tried this many times.
+    #[arg(long, default_value_t = cfeval_infer::DEFAULT_MAX_TRIES, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tries: u32,
     /// The response cache (default: RUN/cache).
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,

@@ -41,6 +41,7 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         },
         families: args.families.clone(),
         allow_mixed_catalogs: args.allow_mixed_catalogs,
+        max_tries: args.max_tries,
         ..Config::default()
     };
     let report = cfeval_infer::run(&config, subject, &args.run)?;

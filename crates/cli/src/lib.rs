@@ -34,7 +34,11 @@ pub fn main() -> ExitCode {
         Err(error) => {
             let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
             eprintln!("error: {}", chain.join(": "));
-            ExitCode::from(1)
+            if error.downcast_ref::<driver::IncompleteRun>().is_some() {
+                ExitCode::from(driver::IncompleteRun::EXIT_CODE)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

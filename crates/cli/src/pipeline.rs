@@ -175,6 +175,9 @@ pub struct Pipeline {
     pub concurrency: usize,
     /// Infer units running at once.
     pub parallel_units: usize,
+    /// `[infer] max-tries`: tries per tuple across runs (a rerun retries
+    /// rows that are not `ok` until then).
+    pub max_tries: u32,
     pub subjects: Vec<SubjectPlan>,
     pub judges: Vec<JudgePlan>,
     pub aggregate: AggregatePlan,
@@ -239,6 +242,7 @@ struct RawInfer {
     temperature: Option<Spanned<f64>>,
     concurrency: Option<Spanned<usize>>,
     parallel_units: Option<Spanned<usize>>,
+    max_tries: Option<Spanned<usize>>,
 }
 
 #[derive(Deserialize)]
@@ -573,6 +577,13 @@ impl Checker<'_> {
         let infer = raw.infer.unwrap_or_default();
         let concurrency = self.positive(infer.concurrency.as_ref(), 16, "concurrency")?;
         let parallel_units = self.positive(infer.parallel_units.as_ref(), 4, "parallel-units")?;
+        let max_tries = self
+            .positive(
+                infer.max_tries.as_ref(),
+                cfeval_infer::DEFAULT_MAX_TRIES as usize,
+                "max-tries",
+            )?
+            .min(u32::MAX as usize) as u32;
         let temperature = self.temperature(infer.temperature.as_ref(), 0.0)?;
         let defaults = Defaults {
             max_tokens: self.at_least_one(infer.max_tokens.as_ref(), 512, "max-tokens")?,
@@ -650,6 +661,7 @@ impl Checker<'_> {
             catalog: catalog_path,
             concurrency,
             parallel_units,
+            max_tries,
             subjects,
             judges,
             aggregate: AggregatePlan {

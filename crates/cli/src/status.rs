@@ -17,6 +17,9 @@
 //!   footer, rows) or its record names a shard with no manifest entry;
 //!   `cfeval verify RUN` says what exactly.
 //! - **not started**: a unit the kept pipeline names that has no shard yet.
+//! - **incomplete (N errors)**: a `responses` unit, complete or partial,
+//!   holding N rows that are not `ok` (with the count per status); the next
+//!   `cfeval run` tries them again, up to `max-tries`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -24,7 +27,7 @@ use std::path::Path;
 
 use cfeval_schema::lineage::UnitState as Lineage;
 use cfeval_schema::verify::{Problem, TableCheck, check_run};
-use cfeval_schema::{ShardStore, TableName};
+use cfeval_schema::{ResponseStatus, ShardStore, TableName};
 
 use crate::args::StatusArgs;
 use crate::pipeline::Pipeline;
@@ -37,6 +40,8 @@ pub enum UnitState {
     Stale(String),
     Damaged(String),
     NotStarted,
+    /// Rows that are not `ok`: their number and the count per status.
+    Incomplete(u64, String),
 }
 
 impl std::fmt::Display for UnitState {
@@ -47,6 +52,11 @@ impl std::fmt::Display for UnitState {
             UnitState::Stale(why) => write!(formatter, "stale: {why}"),
             UnitState::Damaged(what) => write!(formatter, "damaged ({what})"),
             UnitState::NotStarted => formatter.write_str("not started"),
+            UnitState::Incomplete(errors, breakdown) => write!(
+                formatter,
+                "incomplete ({errors} error{}: {breakdown}; the next run retries them)",
+                if *errors == 1 { "" } else { "s" }
+            ),
         }
     }
 }
@@ -173,6 +183,48 @@ fn damage_label((shards, files): (usize, usize)) -> String {
     }
 }
 
+/// Per `responses` unit, its rows that are not `ok`, by status (a table
+/// that cannot be read counts nothing: its damage is shown anyway).
+pub fn not_ok_by_unit(run: &Path) -> BTreeMap<String, BTreeMap<String, u64>> {
+    #[derive(serde::Deserialize)]
+    struct Status {
+        status: String,
+    }
+    let mut units: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let table = TableName::Responses;
+    let Ok(Some(store)) =
+        ShardStore::open_existing(&run.join(table.dir_name()), table.dir_name(), table.schema())
+    else {
+        return units;
+    };
+    for entry in store.entries() {
+        let Ok(batches) =
+            store.read_columns_where::<Status, _>(&["status"], |other| other.file == entry.file)
+        else {
+            continue;
+        };
+        for row in batches.flatten().flatten() {
+            if row.status != ResponseStatus::Ok.as_str() {
+                *units
+                    .entry(entry.unit.clone())
+                    .or_default()
+                    .entry(row.status)
+                    .or_default() += 1;
+            }
+        }
+    }
+    units
+}
+
+/// `3 error, 1 empty`.
+pub fn breakdown(statuses: &BTreeMap<String, u64>) -> String {
+    statuses
+        .iter()
+        .map(|(status, count)| format!("{count} {status}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Prints, per table of a run, its shards and rows, what is damaged, and
 /// the state of every unit of work.
 pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
@@ -225,6 +277,15 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 writeln!(out, "    damaged: {problem}")?;
             }
             units = table_units(run, check, checks, &problems);
+            if table == TableName::Responses {
+                for (unit, statuses) in not_ok_by_unit(run) {
+                    if let Some(state) = units.get_mut(&unit)
+                        && matches!(state, UnitState::Complete | UnitState::Partial)
+                    {
+                        *state = UnitState::Incomplete(statuses.values().sum(), breakdown(&statuses));
+                    }
+                }
+            }
         } else {
             writeln!(out, "  {:<18} not started", table.dir_name())?;
         }
@@ -271,6 +332,7 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 UnitState::Stale(_) => "stale",
                 UnitState::Damaged(_) => "damaged",
                 UnitState::NotStarted => "not started",
+                UnitState::Incomplete(..) => "incomplete",
             };
             *counts.entry(label).or_default() += 1;
             writeln!(out, "    {unit:<56} {state}")?;

@@ -12,11 +12,17 @@
 //!   skipped; rows are committed chunk by chunk, in variant order) and sliceable
 //!   (`--shard i/n`).
 //!
-//! A failed call never stops the stage: it becomes a row with `status = error`.
+//! - [`reply`]: when a reply is unusable (`empty`, `truncated`, `refused`,
+//!   `bad_tool_args`; the refusal cues are data, `data/replies.yaml`).
+//!
+//! A failed call never stops the stage: it becomes a row with `status =
+//! error` (or the unusable reply's status), and a rerun tries it again, up
+//! to [`Config::max_tries`] times in all.
 
 pub mod control;
 mod error;
 pub mod prompt;
+pub mod reply;
 pub mod respond;
 mod run;
 
@@ -24,4 +30,4 @@ pub use control::{Control, ControlKind};
 pub use error::{Error, Result};
 pub use prompt::Prompts;
 pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
-pub use run::{Config, Report, Slice, fingerprint, run, run_async, unit};
+pub use run::{Config, DEFAULT_MAX_TRIES, Report, Slice, fingerprint, run, run_async, unit};

@@ -1,8 +1,8 @@
 //! One subject answering one variant: single-shot, or a ReAct agent that reads
 //! the chart through `list_chart_sections` and `read_chart_section(name)`.
 
-use cfeval_model::{ChatParams, ChatRequest, Message, ModelClient, ToolSpec};
-use cfeval_schema::{ResponseRow, Section, TraceStep, VariantRow};
+use cfeval_model::{CallFailure, ChatParams, ChatRequest, ChatResponse, Message, ModelClient, ToolSpec};
+use cfeval_schema::{ResponseRow, ResponseStatus, Section, TraceStep, VariantRow, normalize_finish_reason};
 use serde_json::json;
 
 use crate::control::Control;
@@ -112,11 +112,13 @@ fn base_row(
         request_hash: String::new(),
         temperature: 0.0,
         seed: None,
-        status: "ok".into(),
+        status: ResponseStatus::Ok.as_str().into(),
         error: None,
         text: None,
         recommendation: None,
+        finish_reason: None,
         attempts: 0,
+        tries: 1,
         cached: false,
         input_tokens: 0,
         output_tokens: 0,
@@ -128,8 +130,11 @@ fn base_row(
     }
 }
 
-/// Answers one variant. Never fails: a failed call becomes `status = error`
-/// with the cause, so that every tuple ends with a row.
+/// Answers one variant. Never fails: a failed call becomes `status = error`,
+/// and a reply that stayed unusable through every retry (see
+/// [`crate::reply`]) gets its own status (`empty`, `truncated`, `refused`,
+/// `bad_tool_args`), with the cause, so that every tuple ends with a row.
+/// `attempts` counts every HTTP attempt made for the row, failed ones too.
 pub async fn respond(
     run: &str,
     subject: &Subject,
@@ -164,6 +169,7 @@ pub async fn respond(
                 cfeval_schema::ids::content_id("control", &[&control.name, &variant.variant_id]);
             row.recommendation = Some(extract_recommendation(&text));
             row.text = Some(text);
+            row.finish_reason = Some("stop".into());
         }
         Subject::Model {
             client, native_tools, ..
@@ -190,6 +196,29 @@ fn account(row: &mut ResponseRow, completion: &cfeval_model::Completion) {
     row.output_tokens += completion.response.usage.output_tokens;
     row.cost_usd += completion.cost_usd.unwrap_or(0.0);
     row.latency_ms += completion.latency.as_millis() as u64;
+    row.finish_reason = finish_reason(&completion.response);
+}
+
+fn finish_reason(response: &ChatResponse) -> Option<String> {
+    response.finish_reason.as_deref().map(normalize_finish_reason)
+}
+
+/// Records a call that ended without a usable reply: its attempts, and its
+/// status — the unusable reply's (whose text is kept for inspection, with no
+/// recommendation) or `error`.
+fn record_failure(row: &mut ResponseRow, failure: &CallFailure) {
+    row.attempts += failure.attempts;
+    row.latency_ms += failure.latency.as_millis() as u64;
+    row.error = Some(failure.error.full_message());
+    row.recommendation = None;
+    match failure.error.unusable() {
+        Some((status, response)) => {
+            row.status = status.to_string();
+            row.text = response.text.clone();
+            row.finish_reason = finish_reason(response);
+        }
+        None => row.status = ResponseStatus::Error.as_str().into(),
+    }
 }
 
 async fn single_shot(
@@ -200,7 +229,10 @@ async fn single_shot(
     row: &mut ResponseRow,
 ) {
     let request = single_shot_request(variant, prompts, settings);
-    match client.chat_tagged(&request, Some(&variant.variant_id)).await {
+    match client
+        .chat_checked(&request, Some(&variant.variant_id), Some(&crate::reply::check))
+        .await
+    {
         Ok(completion) => {
             account(row, &completion);
             row.cached = completion.from_cache;
@@ -209,9 +241,8 @@ async fn single_shot(
             row.recommendation = Some(extract_recommendation(&text));
             row.text = Some(text);
         }
-        Err(error) => {
-            row.status = "error".into();
-            row.error = Some(error.to_string());
+        Err(failure) => {
+            record_failure(row, &failure);
             if let Ok(key) = client.cache_key(&request) {
                 row.request_hash = key.to_hex();
             }
@@ -384,11 +415,13 @@ async fn agent(
         if native_tools {
             request = request.with_tools(tools());
         }
-        let completion = match client.chat_tagged(&request, Some(&variant.variant_id)).await {
+        let completion = match client
+            .chat_checked(&request, Some(&variant.variant_id), Some(&crate::reply::check))
+            .await
+        {
             Ok(completion) => completion,
-            Err(error) => {
-                row.status = "error".into();
-                row.error = Some(error.to_string());
+            Err(failure) => {
+                record_failure(row, &failure);
                 break;
             }
         };
@@ -437,8 +470,8 @@ async fn agent(
         row.text = Some(text);
         break;
     }
-    if row.text.is_none() && row.status == "ok" {
-        row.status = "error".into();
+    if row.text.is_none() && row.status == ResponseStatus::Ok.as_str() {
+        row.status = ResponseStatus::Error.as_str().into();
         row.error = Some(format!(
             "the agent made {} steps without a final answer",
             settings.max_steps

@@ -1,12 +1,23 @@
 //! The infer stage over a run: stream `variants`, skip what is already in
 //! `responses` for this subject and mode, answer the rest with bounded
 //! concurrency, and commit the rows chunk by chunk in variant order.
+//!
+//! A rerun also tries again the tuples of this unit whose row is not `ok`
+//! (an error or an unusable reply) and that were tried fewer than
+//! [`Config::max_tries`] times. Readers always see one row per tuple: the
+//! retried rows of a chunk replace the old ones by rewriting the shards that
+//! held them (their `ok` rows copied forward) as one new shard whose
+//! manifest entry replaces them (`cfeval_schema::shard`), so a kill at any
+//! point leaves either the old rows or the new ones.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use cfeval_schema::{Progress, Provenance, ResponseRow, ShardStore, StoreOptions, Table, VariantRow, ids};
+use cfeval_schema::{
+    Progress, Provenance, ResponseRow, ResponseStatus, ShardEntry, ShardStore, StoreOptions, Table,
+    VariantRow, ids,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -63,9 +74,16 @@ pub struct Config {
     /// Only these families (empty: all).
     pub families: Vec<String>,
     pub allow_mixed_catalogs: bool,
+    /// Tries per tuple, across runs: a row that is not `ok` is tried again
+    /// on a rerun until it has been tried this many times (then it is left
+    /// as it is). Not part of the fingerprint: raising it retries more.
+    pub max_tries: u32,
     /// Called with the number of tuples finished (answered or found done).
     pub progress: Option<Progress>,
 }
+
+/// The default of [`Config::max_tries`].
+pub const DEFAULT_MAX_TRIES: u32 = 3;
 
 impl Default for Config {
     fn default() -> Self {
@@ -79,6 +97,7 @@ impl Default for Config {
             slice: Slice::ALL,
             families: Vec::new(),
             allow_mixed_catalogs: false,
+            max_tries: DEFAULT_MAX_TRIES,
             progress: None,
         }
     }
@@ -91,10 +110,16 @@ pub struct Report {
     pub mode: String,
     /// Variants this run (slice) covers.
     pub tuples: u64,
-    /// Already answered before this run started.
+    /// Already answered before this run started (and not retried).
     pub skipped: u64,
+    /// Answered in this run (retries included).
     pub answered: u64,
+    /// Of those, tuples tried again because their row was not `ok`.
+    pub retried: u64,
+    /// Rows answered in this run that are not `ok`.
     pub errors: u64,
+    /// Rows left not `ok` because they were tried `max_tries` times.
+    pub gave_up: u64,
     pub cached: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -191,22 +216,31 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         tracing::info!(%unit, "settings or inputs changed: redoing this unit");
         responses.retire_unit(&unit)?;
     }
-    let done = answered(&responses, subject.name(), mode)?;
+    let (done, mut previous) = answered(&responses, &unit, subject.name(), mode)?;
     let mut report = Report {
         subject: subject.name().to_string(),
         mode: mode.as_str().to_string(),
         ..Report::default()
     };
+    let retries_due = previous
+        .values()
+        .any(|tried| tried.status != ResponseStatus::Ok.as_str() && tried.tries < config.max_tries);
+    if retries_due {
+        // The unit is being worked on again: until it completes, it is partial.
+        responses.mark_incomplete(&unit)?;
+    }
     let mut catalog: Option<String> = None;
     // The responses carry the catalog of the variants they answer (the
     // catalog lock later stages check), when the variants share one.
-    let mut writer = responses.writer(Provenance {
+    let provenance = Provenance {
         run: config.run.clone(),
         unit: unit.clone(),
         fingerprint: fingerprint.clone(),
         catalog_hash: variants.catalog_hash().map(str::to_string),
-    });
+    };
+    let mut writer = responses.writer(provenance.clone());
     let mut pending: Vec<VariantRow> = Vec::new();
+    let mut retry: Vec<(VariantRow, u32)> = Vec::new();
     for batch in variants.read_rows::<VariantRow>()? {
         for variant in batch? {
             if !variant.applicable
@@ -228,7 +262,29 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
                 Some(_) => {}
             }
             report.tuples += 1;
-            if done.contains(&variant.variant_id) {
+            let standing = previous
+                .get(&variant.variant_id)
+                .map(|tried| (tried.status != ResponseStatus::Ok.as_str(), tried.tries));
+            if let Some((not_ok, tries)) = standing {
+                if not_ok && tries < config.max_tries {
+                    retry.push((variant, tries));
+                    if retry.len() >= config.chunk.max(1) {
+                        retry_chunk(
+                            config,
+                            &subject,
+                            std::mem::take(&mut retry),
+                            &mut responses,
+                            &provenance,
+                            &mut previous,
+                            &mut report,
+                        )
+                        .await?;
+                    }
+                    continue;
+                }
+                report.gave_up += u64::from(not_ok);
+            }
+            if done.contains(&variant.variant_id) || previous.contains_key(&variant.variant_id) {
                 report.skipped += 1;
                 if let Some(progress) = &config.progress {
                     progress.add(1);
@@ -237,19 +293,25 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
             }
             pending.push(variant);
             if pending.len() >= config.chunk.max(1) {
-                answer_chunk(
-                    config,
-                    &subject,
-                    std::mem::take(&mut pending),
-                    &mut writer,
-                    &mut report,
-                )
-                .await?;
+                let rows = answer_chunk(config, &subject, std::mem::take(&mut pending), &mut report).await?;
+                writer.write_rows(&rows)?;
+                writer.flush()?;
             }
         }
     }
-    answer_chunk(config, &subject, pending, &mut writer, &mut report).await?;
+    let rows = answer_chunk(config, &subject, pending, &mut report).await?;
+    writer.write_rows(&rows)?;
     writer.finish()?;
+    retry_chunk(
+        config,
+        &subject,
+        retry,
+        &mut responses,
+        &provenance,
+        &mut previous,
+        &mut report,
+    )
+    .await?;
     responses.refresh()?;
     // The unit's record lists every shard it owns, from earlier runs too.
     let entries: Vec<_> = responses
@@ -262,34 +324,148 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     Ok(report)
 }
 
-/// Variant ids this subject already answered in this mode.
-fn answered(responses: &ShardStore, subject: &str, mode: Mode) -> Result<HashSet<String>> {
+/// How a tuple's row in this unit stands: its status, its tries and the
+/// shard that holds it.
+#[derive(Debug, Clone)]
+struct Tried {
+    status: String,
+    tries: u32,
+    shard: String,
+}
+
+/// Variant ids this subject already answered in this mode in other units
+/// (left to them), and how each row of `unit` stands.
+fn answered(
+    responses: &ShardStore,
+    unit: &str,
+    subject: &str,
+    mode: Mode,
+) -> Result<(HashSet<String>, HashMap<String, Tried>)> {
     #[derive(Deserialize)]
     struct Answer {
         subject: String,
         mode: String,
         variant_id: String,
     }
+    #[derive(Deserialize)]
+    struct Own {
+        variant_id: String,
+        status: String,
+        tries: u32,
+    }
     let mut done = HashSet::new();
-    for batch in responses.read_columns::<Answer>(&["subject", "mode", "variant_id"])? {
+    let columns = ["subject", "mode", "variant_id"];
+    for batch in responses.read_columns_where::<Answer, _>(&columns, |entry| entry.unit != unit)? {
         for answer in batch? {
             if answer.subject == subject && answer.mode == mode.as_str() {
                 done.insert(answer.variant_id);
             }
         }
     }
-    Ok(done)
+    let mut own = HashMap::new();
+    let own_entries: Vec<ShardEntry> = responses
+        .entries()
+        .iter()
+        .filter(|entry| entry.unit == unit)
+        .cloned()
+        .collect();
+    for entry in own_entries {
+        let columns = ["variant_id", "status", "tries"];
+        for batch in responses.read_columns_where::<Own, _>(&columns, |other| other.file == entry.file)? {
+            for row in batch? {
+                own.insert(
+                    row.variant_id,
+                    Tried {
+                        status: row.status,
+                        tries: row.tries,
+                        shard: entry.file.clone(),
+                    },
+                );
+            }
+        }
+    }
+    Ok((done, own))
 }
 
-async fn answer_chunk(
+/// Answers `chunk` again and replaces the old rows: every shard of the unit
+/// holding one of them is rewritten (its other rows copied forward, in
+/// order) into one new shard that replaces them all, then they are retired.
+async fn retry_chunk(
     config: &Config,
     subject: &Arc<Subject>,
-    chunk: Vec<VariantRow>,
-    writer: &mut cfeval_schema::ShardWriter,
+    chunk: Vec<(VariantRow, u32)>,
+    responses: &mut ShardStore,
+    provenance: &Provenance,
+    previous: &mut HashMap<String, Tried>,
     report: &mut Report,
 ) -> Result<()> {
     if chunk.is_empty() {
         return Ok(());
+    }
+    let tries: HashMap<String, u32> = chunk
+        .iter()
+        .map(|(variant, tries)| (variant.variant_id.clone(), *tries))
+        .collect();
+    let variants = chunk.into_iter().map(|(variant, _)| variant).collect();
+    let rows = answer_chunk(config, subject, variants, report).await?;
+    report.retried += rows.len() as u64;
+    let mut fresh: HashMap<String, ResponseRow> = rows
+        .into_iter()
+        .map(|mut row| {
+            row.tries = tries.get(&row.variant_id).copied().unwrap_or(0) + 1;
+            (row.variant_id.clone(), row)
+        })
+        .collect();
+    responses.refresh()?;
+    let touched: BTreeSet<String> = fresh
+        .keys()
+        .filter_map(|id| previous.get(id).map(|tried| tried.shard.clone()))
+        .collect();
+    let old: Vec<ShardEntry> = responses
+        .entries()
+        .iter()
+        .filter(|entry| touched.contains(entry.file.as_str()))
+        .cloned()
+        .collect();
+    let mut writer = responses.replacing_writer(provenance.clone(), &old);
+    let old_files: BTreeSet<String> = old.iter().map(|entry| entry.file.clone()).collect();
+    let mut moved: Vec<String> = Vec::new();
+    for batch in responses.read_rows_where::<ResponseRow, _>(move |entry| old_files.contains(&entry.file))? {
+        let rows: Vec<ResponseRow> = batch?
+            .into_iter()
+            .map(|row| fresh.remove(&row.variant_id).unwrap_or(row))
+            .collect();
+        moved.extend(rows.iter().map(|row| row.variant_id.clone()));
+        writer.write_rows(&rows)?;
+    }
+    // A retried row whose old shard could not be found is still written
+    // (never lost); none is expected.
+    let mut rest: Vec<ResponseRow> = fresh.into_values().collect();
+    rest.sort_by(|a, b| a.variant_id.cmp(&b.variant_id));
+    moved.extend(rest.iter().map(|row| row.variant_id.clone()));
+    writer.write_rows(&rest)?;
+    let committed = writer.finish()?;
+    responses.retire_replaced()?;
+    // Later chunks find these rows in the new shard.
+    if let Some(entry) = committed.first() {
+        for id in moved {
+            if let Some(tried) = previous.get_mut(&id) {
+                tried.shard = entry.file.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Answers `chunk` with bounded concurrency; the rows in variant order.
+async fn answer_chunk(
+    config: &Config,
+    subject: &Arc<Subject>,
+    chunk: Vec<VariantRow>,
+    report: &mut Report,
+) -> Result<Vec<ResponseRow>> {
+    if chunk.is_empty() {
+        return Ok(Vec::new());
     }
     let semaphore = Arc::new(tokio::sync::Semaphore::new(config.concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -324,15 +500,13 @@ async fn answer_chunk(
     let rows: Vec<ResponseRow> = rows.into_iter().map(|(_, row)| row).collect();
     for row in &rows {
         report.answered += 1;
-        report.errors += u64::from(row.status != "ok");
+        report.errors += u64::from(row.status != ResponseStatus::Ok.as_str());
         report.cached += u64::from(row.cached);
         report.input_tokens += row.input_tokens;
         report.output_tokens += row.output_tokens;
         report.cost_usd += row.cost_usd;
     }
-    writer.write_rows(&rows)?;
-    writer.flush()?;
-    Ok(())
+    Ok(rows)
 }
 
 #[cfg(test)]

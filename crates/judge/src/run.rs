@@ -189,7 +189,18 @@ struct Fingerprint<'a> {
 struct Baseline {
     text: String,
     recommendation: String,
-    error: Option<String>,
+    /// When the baseline response is not `ok`: its status and why.
+    error: Option<(String, String)>,
+}
+
+/// The judgment status of a pair or CMS row left unjudged because a
+/// response is not `ok` ([`cfeval_schema::ResponseStatus::judgment_status`];
+/// an unknown word reads as a failed call).
+fn unjudged_status(response_status: &str) -> String {
+    cfeval_schema::ResponseStatus::parse(response_status)
+        .unwrap_or(cfeval_schema::ResponseStatus::Error)
+        .judgment_status()
+        .to_string()
 }
 
 struct VariantInfo {
@@ -605,7 +616,12 @@ fn add_baseline(baselines: &mut HashMap<Key, Baseline>, row: &Response) {
     if row.family != "baseline" {
         return;
     }
-    let error = (row.status != "ok").then(|| row.error.clone().unwrap_or_else(|| "status error".into()));
+    let error = (row.status != "ok").then(|| {
+        (
+            row.status.clone(),
+            row.error.clone().unwrap_or_else(|| "status error".into()),
+        )
+    });
     let (text, recommendation) = texts(&row.text, &row.recommendation);
     baselines.insert(
         (row.subject.clone(), row.mode.clone(), row.case_id.clone()),
@@ -711,8 +727,10 @@ impl Context<'_> {
         let mut row = self.row(response, "cms", &self.rule.prompt_hash());
         let (text, _) = texts(&response.text, &response.recommendation);
         if response.status != "ok" {
+            row.status = unjudged_status(&response.status);
             row.error = Some(format!(
-                "the subject's baseline response is an error: {}",
+                "the subject's baseline response is not ok ({}): {}",
+                response.status,
                 response.error.as_deref().unwrap_or("status error")
             ));
             return row;
@@ -773,15 +791,20 @@ impl Context<'_> {
             row.error = Some("no baseline response of this subject, mode and case".into());
             return (row, None);
         };
-        if let Some(error) = &baseline.error {
-            row.error = Some(format!("the baseline response is an error: {error}"));
-            return (row, None);
-        }
+        // A response that is not `ok` is never judged: the row carries its
+        // status (the intervened response's first), which aggregate counts.
         if response.status != "ok" {
+            row.status = unjudged_status(&response.status);
             row.error = Some(format!(
-                "the intervened response is an error: {}",
+                "the intervened response is not ok ({}): {}",
+                response.status,
                 response.error.as_deref().unwrap_or("status error")
             ));
+            return (row, None);
+        }
+        if let Some((status, error)) = &baseline.error {
+            row.status = unjudged_status(status);
+            row.error = Some(format!("the baseline response is not ok ({status}): {error}"));
             return (row, None);
         }
         let fallback = self.plans.get(&response.subject) == Some(&GuardPlan::Fallback);

@@ -38,6 +38,27 @@ pub struct Completion {
     pub cost_usd: Option<f64>,
 }
 
+/// What a caller's [`ReplyCheck`] says of a reply it cannot use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable {
+    /// A short word for what is wrong (the caller's vocabulary, e.g. `empty`).
+    pub status: &'static str,
+    /// What exactly, for the error message.
+    pub detail: String,
+}
+
+/// Says whether a 200 reply can be used. See [`ModelClient::chat_checked`].
+pub type ReplyCheck = dyn Fn(&ChatResponse) -> std::result::Result<(), Unusable> + Send + Sync;
+
+/// A call that ended without a usable reply: the error and the true
+/// number of HTTP attempts it made (0 when none could start).
+#[derive(Debug)]
+pub struct CallFailure {
+    pub error: Error,
+    pub attempts: u32,
+    pub latency: Duration,
+}
+
 /// Counters over the life of a client (all clones together).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct ClientStats {
@@ -229,7 +250,29 @@ impl ModelClient {
         fields(subject = %self.identity().subject, tag = tag.unwrap_or_default())
     )]
     pub async fn chat_tagged(&self, request: &ChatRequest, tag: Option<&str>) -> Result<Completion> {
-        let result = self.chat_inner(request, tag).await;
+        self.chat_checked(request, tag, None)
+            .await
+            .map_err(|failure| failure.error)
+    }
+
+    /// [`Self::chat_tagged`] with a check of every reply, and on failure the
+    /// attempts made.
+    ///
+    /// A reply `check` refuses ([`Error::Unusable`]) is retried like a
+    /// transient error, within the same `max_attempts` and total timeout.
+    /// Unusable replies are never cached, and a cached reply the check
+    /// refuses is not served (the call goes to the model): a retry keyed like
+    /// the first call would otherwise be answered from the cache with the same
+    /// bad reply, and a cache must only ever save calls, never decide answers.
+    /// Keying the retry differently instead would leave the bad reply in the
+    /// cache for every later run to trip over.
+    pub async fn chat_checked(
+        &self,
+        request: &ChatRequest,
+        tag: Option<&str>,
+        check: Option<&ReplyCheck>,
+    ) -> std::result::Result<Completion, CallFailure> {
+        let result = self.chat_inner(request, tag, check).await;
         let counters = &self.inner.counters;
         counters.calls.fetch_add(1, Ordering::Relaxed);
         match &result {
@@ -239,11 +282,24 @@ impl ModelClient {
         result
     }
 
-    async fn chat_inner(&self, request: &ChatRequest, tag: Option<&str>) -> Result<Completion> {
+    async fn chat_inner(
+        &self,
+        request: &ChatRequest,
+        tag: Option<&str>,
+        check: Option<&ReplyCheck>,
+    ) -> std::result::Result<Completion, CallFailure> {
         let inner = &self.inner;
-        let key = self.cache_key(request)?;
+        let not_started = |error| CallFailure {
+            error,
+            attempts: 0,
+            latency: Duration::ZERO,
+        };
+        let key = self.cache_key(request).map_err(not_started)?;
         if let Some(cache) = &inner.cache {
             match cache.get(&key).await {
+                Ok(Some(response)) if check.is_some_and(|check| check(&response).is_err()) => {
+                    tracing::debug!("cached reply is unusable; calling the model");
+                }
                 Ok(Some(response)) => {
                     inner.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                     let cost_usd = inner.price.map(|price| price.cost(&response.usage));
@@ -260,7 +316,7 @@ impl ModelClient {
                 Err(err) => tracing::warn!(error = %err, "response cache unreadable; calling the model"),
             }
         }
-        let (result, attempts, latency) = self.call_with_retries(request).await;
+        let (result, attempts, latency) = self.call_with_retries(request, check).await;
         let identity = self.identity();
         let outcome = match &result {
             Ok(response) => {
@@ -303,9 +359,19 @@ impl ModelClient {
                 latency_ms: latency.as_millis() as u64,
                 outcome,
             };
-            journal.append(&record).await?;
+            if let Err(error) = journal.append(&record).await {
+                return Err(CallFailure {
+                    error,
+                    attempts,
+                    latency,
+                });
+            }
         }
-        let response = result?;
+        let response = result.map_err(|error| CallFailure {
+            error,
+            attempts,
+            latency,
+        })?;
         let cost_usd = inner.price.map(|price| price.cost(&response.usage));
         Ok(Completion {
             response,
@@ -318,7 +384,11 @@ impl ModelClient {
     }
 
     /// Attempts until success, a terminal error, `max_attempts`, or the total timeout.
-    async fn call_with_retries(&self, request: &ChatRequest) -> (Result<ChatResponse>, u32, Duration) {
+    async fn call_with_retries(
+        &self,
+        request: &ChatRequest,
+        check: Option<&ReplyCheck>,
+    ) -> (Result<ChatResponse>, u32, Duration) {
         let inner = &self.inner;
         let limits = &inner.limits;
         let endpoint = self.identity().subject.clone();
@@ -366,20 +436,30 @@ impl ModelClient {
                     if let Some(bucket) = &inner.tokens_per_minute {
                         bucket.adjust(estimated_tokens as f64 - response.usage.total() as f64);
                     }
-                    return (Ok(response), attempts, start.elapsed());
+                    match check.map_or(Ok(()), |check| check(&response)) {
+                        Ok(()) => return (Ok(response), attempts, start.elapsed()),
+                        Err(Unusable { status, detail }) => Error::Unusable {
+                            endpoint: endpoint.clone(),
+                            status,
+                            detail,
+                            response: Box::new(response),
+                        },
+                    }
                 }
-                Err(err) => err,
+                Err(err) => {
+                    if err.is_rate_limit() {
+                        inner.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
+                        permit.finish(Signal::RateLimited);
+                    } else {
+                        permit.finish(Signal::Neutral);
+                    }
+                    if let Some(bucket) = &inner.tokens_per_minute {
+                        // A failed attempt used (at most) its prompt; give back the output share.
+                        bucket.adjust((estimated_tokens - request.estimated_input_tokens()) as f64);
+                    }
+                    err
+                }
             };
-            if err.is_rate_limit() {
-                inner.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
-                permit.finish(Signal::RateLimited);
-            } else {
-                permit.finish(Signal::Neutral);
-            }
-            if let Some(bucket) = &inner.tokens_per_minute {
-                // A failed attempt used (at most) its prompt; give back the output share.
-                bucket.adjust((estimated_tokens - request.estimated_input_tokens()) as f64);
-            }
             tracing::debug!(subject = %endpoint, attempt = attempts, error = %err, "attempt failed");
             if !err.is_retryable() {
                 return (Err(err), attempts, start.elapsed());

@@ -62,6 +62,18 @@ pub enum Error {
     #[error("malformed response from {endpoint}: {message}")]
     MalformedResponse { endpoint: String, message: String },
 
+    /// A 200 reply the caller's check found unusable (no text, cut off, a
+    /// refusal, broken tool arguments): retried like a transient error.
+    #[error("{endpoint} gave an unusable reply ({status}): {detail}")]
+    Unusable {
+        endpoint: String,
+        /// The caller's word for what is wrong (e.g. `empty`, `truncated`).
+        status: &'static str,
+        detail: String,
+        /// The reply, kept so that the last one can be shown.
+        response: Box<crate::types::ChatResponse>,
+    },
+
     /// Retries were exhausted; `last` (the source) is the final attempt's error.
     #[error("call to {endpoint} failed after {attempts} attempts")]
     RetriesExhausted {
@@ -124,7 +136,8 @@ impl Error {
             Error::RateLimited { .. }
             | Error::AttemptTimeout { .. }
             | Error::Transport { .. }
-            | Error::MalformedResponse { .. } => true,
+            | Error::MalformedResponse { .. }
+            | Error::Unusable { .. } => true,
             Error::Status { status, .. } => matches!(status, 408 | 409 | 500..=599),
             _ => false,
         }
@@ -155,6 +168,7 @@ impl Error {
             Error::TotalTimeout { .. } => "total_timeout",
             Error::Transport { .. } => "transport",
             Error::MalformedResponse { .. } => "malformed_response",
+            Error::Unusable { status, .. } => status,
             Error::RetriesExhausted { last, .. } => last.kind(),
             Error::Unsupported { .. } => "unsupported",
             Error::Blocking { .. } => "blocking",
@@ -162,6 +176,16 @@ impl Error {
             Error::Yaml { .. } => "yaml",
             Error::Json { .. } => "json",
             Error::JournalClosed { .. } => "journal_closed",
+        }
+    }
+
+    /// The unusable reply that ended the call (this error, or the last
+    /// attempt's once retries were exhausted): its status and the reply.
+    pub fn unusable(&self) -> Option<(&'static str, &crate::types::ChatResponse)> {
+        match self {
+            Error::Unusable { status, response, .. } => Some((status, response)),
+            Error::RetriesExhausted { last, .. } => last.unusable(),
+            _ => None,
         }
     }
 

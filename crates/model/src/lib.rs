@@ -52,7 +52,9 @@ pub use backend::{
     http_backend,
 };
 pub use cache::{CacheKey, ResponseCache};
-pub use client::{ClientStats, Completion, ModelClient, ModelClientBuilder};
+pub use client::{
+    CallFailure, ClientStats, Completion, ModelClient, ModelClientBuilder, ReplyCheck, Unusable,
+};
 pub use error::{Error, Result};
 pub use journal::{CallOutcome, Journal, JournalRecord, Recovery, ReplayStats};
 pub use limit::Limits;

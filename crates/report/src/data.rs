@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use cfeval_schema::{JudgmentRow, ResponseRow, ScoreRow, ShardStore, Table};
+use cfeval_schema::{JudgmentRow, ResponseRow, ResponseStatus, ScoreRow, ShardStore, Table};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -43,6 +43,8 @@ pub struct SubjectInfo {
     pub temperatures: BTreeSet<String>,
     pub seeds: BTreeSet<u64>,
     pub responses: u64,
+    /// Response rows that are not `ok`, by status.
+    pub not_ok: BTreeMap<String, u64>,
 }
 
 /// Everything the report is made from.
@@ -113,6 +115,7 @@ struct SubjectColumns {
     prompt_hash: String,
     temperature: f64,
     seed: Option<u64>,
+    status: String,
 }
 
 /// Reads what the report needs from `run_dir`. Missing tables read as absent.
@@ -177,10 +180,14 @@ pub fn read(run_dir: &Path) -> Result<RunData> {
                 "prompt_hash",
                 "temperature",
                 "seed",
+                "status",
             ],
             |row| {
                 let info = subjects.entry(row.subject).or_default();
                 info.responses += 1;
+                if row.status != ResponseStatus::Ok.as_str() {
+                    *info.not_ok.entry(row.status).or_default() += 1;
+                }
                 info.is_control |= row.is_control;
                 if !info.modes.contains(&row.mode) {
                     info.modes.insert(row.mode);

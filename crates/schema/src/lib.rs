@@ -11,6 +11,8 @@
 //! - [`lineage`]: what each unit was computed from, whether it is complete
 //!   and current, what a stage may take as input ([`lineage::require_input`])
 //!   and the catalog lock.
+//! - [`status`]: the statuses of a response row (`ok`, `error` and the
+//!   unusable replies) and the normalised finish reasons.
 //! - [`units`]: how each stage names its units of work.
 //! - [`verify`]: every check of a whole run, none fatal (`cfeval verify`).
 //!
@@ -24,6 +26,7 @@ pub mod lineage;
 pub mod progress;
 pub mod sample;
 pub mod shard;
+pub mod status;
 mod table;
 pub mod tables;
 pub mod units;
@@ -36,11 +39,12 @@ pub use shard::{
     Provenance, Scan, ShardEntry, ShardStore, ShardWriter, StoreOptions, UnitRecord, set_verify_reads,
     verify_reads,
 };
+pub use status::{RESPONSE_ERROR, ResponseStatus, normalize_finish_reason};
 pub use table::{Table, TableName};
 pub use tables::*;
 
 /// Version of the table schemas; bumped on any column change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The cfeval version that wrote a shard.
 pub const CFEVAL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -47,6 +47,7 @@ pub fn table_digest(run_dir: &Path, table: TableName) -> Result<Option<String>> 
             entries.push(read_json(&manifest_dir.join(name))?);
         }
     }
+    crate::shard::drop_replaced(&mut entries);
     Ok(Some(digest_entries(&entries)))
 }
 

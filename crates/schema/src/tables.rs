@@ -210,14 +210,25 @@ pub struct ResponseRow {
     pub request_hash: String,
     pub temperature: f64,
     pub seed: Option<u64>,
-    /// `ok` or `error`.
+    /// `ok`, `error`, `empty`, `truncated`, `refused` or `bad_tool_args`
+    /// ([`crate::ResponseStatus`]); only `ok` rows are judged.
     pub status: String,
     pub error: Option<String>,
-    /// The model's full final text.
+    /// The model's full final text (for an unusable reply, the last one
+    /// received, kept for inspection).
     pub text: Option<String>,
-    /// The extracted final recommendation.
+    /// The extracted final recommendation (only on `ok` rows).
     pub recommendation: Option<String>,
+    /// Why the model's last reply stopped, normalised
+    /// ([`crate::normalize_finish_reason`]): `stop`, `length`, `tool_calls`,
+    /// `content_filter`, or the provider's own word.
+    pub finish_reason: Option<String>,
+    /// HTTP attempts made for this row in its last try (retries included;
+    /// 0 when answered from the cache or by a control).
     pub attempts: u32,
+    /// How many times this tuple has been tried, across runs (a rerun of
+    /// infer tries a row that is not `ok` again, up to `max_tries`).
+    pub tries: u32,
     pub cached: bool,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -252,7 +263,10 @@ pub struct JudgmentRow {
     /// `uncertain` (the judge abstained: score null, reason in `rationale`).
     pub label: Option<String>,
     pub rationale: Option<String>,
-    /// `ok` or `error`.
+    /// `ok`, `error` (the judge failed), or — when the response (or its
+    /// baseline) is not `ok` and so was not judged — that response's status:
+    /// `response_error`, `empty`, `truncated`, `refused`, `bad_tool_args`
+    /// ([`crate::ResponseStatus::judgment_status`]).
     pub status: String,
     pub error: Option<String>,
     pub prompt_hash: String,

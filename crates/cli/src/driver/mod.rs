@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use cfeval_infer::{CallSettings, Slice};
-use cfeval_schema::{CaseRow, JudgmentRow, ResponseRow, ScoreRow, ShardStore, Table, VariantRow};
+use cfeval_schema::{CaseRow, JudgmentRow, ResponseRow, ScoreRow, ShardStore, Table, TableName, VariantRow};
 
 use crate::args::{RunArgs, Stage};
 use crate::pipeline::{Cases, JudgePlan, ModeRun, Pipeline, SubjectPlan};
@@ -81,7 +81,99 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut summary = driver.summary.into_inner().unwrap_or_default();
     summary.seconds = start.elapsed().as_secs_f64();
     summary.print(&driver.run_dir, out)?;
-    outcome
+    outcome?;
+    match unfinished(&driver.pipeline, &driver.run_dir, slice, &args.pipeline)? {
+        Some(message) => Err(IncompleteRun(message).into()),
+        None => Ok(()),
+    }
+}
+
+/// A pipeline that ran to its end while some tuples are not `ok` or some
+/// subject has no scores: `cfeval run` exits with [`IncompleteRun::EXIT_CODE`].
+#[derive(Debug)]
+pub struct IncompleteRun(pub String);
+
+impl IncompleteRun {
+    /// The exit status of an incomplete run (1 is a failure).
+    pub const EXIT_CODE: u8 = 2;
+}
+
+impl std::fmt::Display for IncompleteRun {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for IncompleteRun {}
+
+/// What the run leaves unfinished: the `responses` units with rows that are
+/// not `ok` (per status), and — for a whole run, once it has scores — the
+/// pipeline's subjects with no CSS score. `None` when there is nothing.
+fn unfinished(
+    pipeline: &Pipeline,
+    run_dir: &Path,
+    slice: Slice,
+    file: &Path,
+) -> anyhow::Result<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Score {
+        subject: String,
+        metric: String,
+        level: String,
+    }
+    let mut lines = Vec::new();
+    let mut total = 0;
+    for (unit, statuses) in crate::status::not_ok_by_unit(run_dir) {
+        let count: u64 = statuses.values().sum();
+        total += count;
+        lines.push(format!(
+            "  {unit}: {count} not ok ({})",
+            crate::status::breakdown(&statuses)
+        ));
+    }
+    let scores = ShardStore::open_existing(
+        &run_dir.join(TableName::Scores.dir_name()),
+        TableName::Scores.dir_name(),
+        TableName::Scores.schema(),
+    )?;
+    let mut unscored = Vec::new();
+    if let Some(scores) = scores.filter(|_| slice == Slice::ALL) {
+        let mut scored = std::collections::BTreeSet::new();
+        for batch in scores.read_columns::<Score>(&["subject", "metric", "level"])? {
+            for row in batch? {
+                if row.metric == "css" && row.level == "overall" {
+                    scored.insert(row.subject);
+                }
+            }
+        }
+        unscored = pipeline
+            .subjects
+            .iter()
+            .map(|subject| subject.name.clone())
+            .filter(|name| !scored.contains(name))
+            .collect();
+    }
+    if lines.is_empty() && unscored.is_empty() {
+        return Ok(None);
+    }
+    let mut message = String::from("the run is incomplete");
+    if total > 0 {
+        message.push_str(&format!(
+            "; {total} tuple(s) are not ok (an error, or an empty, truncated, refused or bad-tool-arguments \
+             reply), left out of the scores:\n{}",
+            lines.join("\n")
+        ));
+    }
+    if !unscored.is_empty() {
+        message.push_str(&format!("\n  subjects with no scores: {}", unscored.join(", ")));
+    }
+    message.push_str(&format!(
+        "\nto retry them: cfeval run {} (each tuple is tried at most [infer] max-tries = {} times; raise it to \
+         try again those that reached it)",
+        file.display(),
+        pipeline.max_tries
+    ));
+    Ok(Some(message))
 }
 
 /// Responses per (subject, family), for the judges' progress totals.
@@ -193,6 +285,7 @@ pub fn infer_config(
             .map_or(pipeline.concurrency, |limits| limits.max_concurrency),
         slice,
         families: run.families.clone(),
+        max_tries: pipeline.max_tries,
         ..cfeval_infer::Config::default()
     }
 }

@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::catalog;
 use cfeval_model::testing::{BackgroundServer, ServerConfig};
 
 /// Calls in flight for the HTTP subject.
@@ -16,15 +17,6 @@ const CONCURRENCY: u64 = 2;
 const KILLS: usize = 20;
 const SUBJECT_MODEL: &str = "driver-model";
 const JUDGE_MODEL: &str = "judge-model";
-
-fn catalog() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/catalog/oncology-v1.yaml")
-        .canonicalize()
-        .expect("catalog")
-        .display()
-        .to_string()
-}
 
 /// A pipeline with two controls and one HTTP subject at `url`; `judges` is
 /// the judges' TOML.

@@ -1,5 +1,6 @@
 //! Integration tests of the `cfeval` binary.
 
+mod answers;
 mod bad_inputs;
 mod corruption;
 mod driver;

@@ -80,3 +80,11 @@ pub fn write_sample_run(run: &Path) {
         (0..SAMPLE_ROWS).map(sample::score).collect(),
     );
 }
+
+/// The bundled intervention catalog's absolute path.
+pub fn catalog() -> String {
+    workspace_root()
+        .join("data/catalog/oncology-v1.yaml")
+        .display()
+        .to_string()
+}

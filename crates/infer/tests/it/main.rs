@@ -427,3 +427,112 @@ fn mixed_catalogs_are_refused() {
     )
     .expect("allowed");
 }
+
+/// Fast retries and short hangs against the test server.
+fn fast_spec(server: &BackgroundServer, name: &str) -> SubjectSpec {
+    SubjectSpec {
+        base_url: Some(server.openai_base_url()),
+        limits: cfeval_model::Limits {
+            attempt_timeout_secs: 0.2,
+            max_attempts: 2,
+            backoff_base_secs: 0.0,
+            backoff_max_secs: 0.0,
+            ..cfeval_model::Limits::default()
+        },
+        ..SubjectSpec::new(name)
+    }
+}
+
+#[test]
+fn an_errored_tuple_is_retried_on_rerun_into_one_ok_row() {
+    let server = BackgroundServer::start(ServerConfig::default()).expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 3);
+    // The first run: the first tuple's two attempts are unusable (empty,
+    // then cut off), a later one's call is refused with a terminal 400.
+    server.script([
+        cfeval_model::testing::Fault::EmptyReply,
+        cfeval_model::testing::Fault::Length,
+    ]);
+    let config = Config {
+        chunk: 2,
+        concurrency: 1,
+        ..Config::default()
+    };
+    let subject = model_subject(fast_spec(&server, "vllm/flaky"), true);
+    let first = cfeval_infer::run(&config, subject.clone(), dir.path()).expect("run");
+    assert_eq!(first.errors, 1);
+    let rows = read_responses(dir.path());
+    assert_eq!(rows.len() as u64, tuples);
+    let bad: Vec<&ResponseRow> = rows.iter().filter(|row| row.status != "ok").collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].status, "truncated");
+    assert_eq!((bad[0].attempts, bad[0].tries), (2, 1));
+    assert!(bad[0].recommendation.is_none());
+    assert_eq!(bad[0].finish_reason.as_deref(), Some("length"));
+    assert!(
+        bad[0]
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("after 2 attempts")
+    );
+    let bad_id = bad[0].variant_id.clone();
+    // The rerun against a working server: one ok row for that tuple, tried
+    // twice; every other row is copied forward untouched.
+    let again = cfeval_infer::run(&config, subject.clone(), dir.path()).expect("rerun");
+    assert_eq!((again.retried, again.errors, again.answered), (1, 0, 1));
+    let after = read_responses(dir.path());
+    assert_eq!(after.len() as u64, tuples, "one row per tuple");
+    let retried: Vec<&ResponseRow> = after.iter().filter(|row| row.variant_id == bad_id).collect();
+    assert_eq!(retried.len(), 1);
+    assert_eq!((retried[0].status.as_str(), retried[0].tries), ("ok", 2));
+    assert_eq!(retried[0].finish_reason.as_deref(), Some("stop"));
+    for row in rows.iter().filter(|row| row.variant_id != bad_id) {
+        assert!(after.contains(row), "ok rows are copied forward as they were");
+    }
+    let store = ShardStore::open_table::<ResponseRow>(dir.path()).expect("open");
+    let unit = cfeval_infer::unit("vllm/flaky", Mode::SingleShot, Slice::ALL);
+    let record = store.unit(&unit).expect("complete again");
+    assert_eq!(record.rows, tuples);
+    // Nothing left to retry: a third run makes no call.
+    let requests = server.requests();
+    let third = cfeval_infer::run(&config, subject, dir.path()).expect("third");
+    assert_eq!((third.answered, third.skipped), (0, tuples));
+    assert_eq!(server.requests(), requests);
+}
+
+#[test]
+fn a_tuple_is_left_as_it_is_after_max_tries() {
+    let server = BackgroundServer::start(ServerConfig {
+        faults: FaultRates {
+            refusal: 1.0,
+            ..FaultRates::default()
+        },
+        ..ServerConfig::default()
+    })
+    .expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 1);
+    let config = Config {
+        max_tries: 2,
+        ..Config::default()
+    };
+    let subject = model_subject(fast_spec(&server, "vllm/refuser"), false);
+    for expected_tries in [1, 2, 2] {
+        let report = cfeval_infer::run(&config, subject.clone(), dir.path()).expect("run");
+        let rows = read_responses(dir.path());
+        assert_eq!(rows.len() as u64, tuples);
+        assert!(
+            rows.iter()
+                .all(|row| row.status == "refused" && row.tries == expected_tries)
+        );
+        assert!(
+            rows.iter()
+                .all(|row| row.text.as_deref() == Some(cfeval_model::testing::REFUSAL_TEXT))
+        );
+        if expected_tries == 2 && report.answered == 0 {
+            assert_eq!(report.gave_up, tuples);
+        }
+    }
+}

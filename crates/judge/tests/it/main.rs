@@ -115,7 +115,9 @@ fn response(
             "Reasoning: considered the chart.\nRecommendation: {recommendation}"
         )),
         recommendation: Some(recommendation.into()),
+        finish_reason: Some("stop".into()),
         attempts: 1,
+        tries: 1,
         cached: false,
         input_tokens: 0,
         output_tokens: 0,
@@ -350,7 +352,7 @@ fn case_buckets_judge_exactly_what_one_pass_judges() {
             .filter(|row| row.error.as_deref().is_some_and(|error| error.contains(text)))
             .count()
     };
-    assert!(errors("no baseline") > 0 && errors("baseline response is an error") > 0);
+    assert!(errors("no baseline") > 0 && errors("baseline response is not ok (error)") > 0);
     assert!(
         split_rows
             .iter()
@@ -390,7 +392,11 @@ fn errors_are_recorded_never_guessed() {
     let report = run(&config(), &judge, dir.path()).expect("judged");
     let rows = judgments(dir.path());
     let errored = find(&rows, "rule", "vllm/s", "A1", "css");
-    assert_eq!((errored.status.as_str(), errored.score), ("error", None));
+    // A failed call is left out with its own status (not the judge's `error`).
+    assert_eq!(
+        (errored.status.as_str(), errored.score, errored.label.as_deref()),
+        ("response_error", None, None)
+    );
     assert!(
         errored
             .error
@@ -408,6 +414,49 @@ fn errors_are_recorded_never_guessed() {
     let cms = find(&rows, "rule", "vllm/s", "baseline", "cms");
     assert_eq!(cms.score, Some(1.0));
     assert_eq!(report.errors, 2);
+}
+
+#[test]
+fn unusable_responses_are_left_out_with_their_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (expected, diff) = her2_flip();
+    write(dir.path(), &[case("c1", &[("trastuzumab", 1.0)])]);
+    write(dir.path(), &[variant("c1", "A1", "A", Some(expected), diff)]);
+    let mut rows = Vec::new();
+    for (subject, status) in [
+        ("vllm/e", "empty"),
+        ("vllm/r", "refused"),
+        ("vllm/t", "truncated"),
+    ] {
+        rows.push(response(subject, "c1", "baseline", "baseline", "trastuzumab"));
+        let mut bad = response(subject, "c1", "A1", "A", "letrozole");
+        bad.status = status.into();
+        bad.recommendation = None;
+        rows.push(bad);
+    }
+    // An unusable baseline leaves its pairs and its CMS out.
+    let mut baseline = response("vllm/b", "c1", "baseline", "baseline", "trastuzumab");
+    baseline.status = "bad_tool_args".into();
+    rows.push(baseline);
+    rows.push(response("vllm/b", "c1", "A1", "A", "letrozole"));
+    write(dir.path(), &rows);
+    let judge = Judge::Rule(Box::new(RuleJudge::builtin().expect("rule")));
+    run(&config(), &judge, dir.path()).expect("judged");
+    let judged = judgments(dir.path());
+    for (subject, status) in [
+        ("vllm/e", "empty"),
+        ("vllm/r", "refused"),
+        ("vllm/t", "truncated"),
+        ("vllm/b", "bad_tool_args"),
+    ] {
+        let pair = find(&judged, "rule", subject, "A1", "css");
+        assert_eq!(
+            (pair.status.as_str(), pair.score, pair.label.as_deref()),
+            (status, None, None)
+        );
+    }
+    let cms = find(&judged, "rule", "vllm/b", "baseline", "cms");
+    assert_eq!((cms.status.as_str(), cms.score), ("bad_tool_args", None));
 }
 
 #[test]

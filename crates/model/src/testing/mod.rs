@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod reply;
+pub use reply::REFUSAL_TEXT;
 mod wire;
 
 use serde_json::Value;
@@ -32,7 +33,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use reply::{Protocol, reply};
+use reply::{Answer, Protocol, reply};
 use wire::{Request, error_body, read_request, write_response};
 
 /// One way to answer a request.
@@ -56,6 +57,13 @@ pub enum Fault {
     /// A tool call whose `arguments` are broken JSON (only when tools are offered;
     /// otherwise a correct answer).
     BadToolJson,
+    /// 200 with no text at all (`finish_reason: stop`).
+    EmptyReply,
+    /// 200 whose text declines to answer.
+    Refusal,
+    /// 200 whose text is cut off (`finish_reason: length`, Anthropic
+    /// `stop_reason: max_tokens`).
+    Length,
 }
 
 /// Random fault rates (each a probability; they should add up to at most 1).
@@ -69,6 +77,9 @@ pub struct FaultRates {
     pub bad_tool_json: f64,
     /// Terminal 400s.
     pub bad_request: f64,
+    pub empty_reply: f64,
+    pub refusal: f64,
+    pub length: f64,
 }
 
 impl FaultRates {
@@ -81,8 +92,26 @@ impl FaultRates {
             hang: each,
             malformed_json: each,
             truncated_body: each,
-            bad_tool_json: 0.0,
-            bad_request: 0.0,
+            ..FaultRates::default()
+        }
+    }
+
+    /// `total` split evenly over every kind of fault: 429, 500, terminal
+    /// 400, hang, malformed JSON, truncated body, broken tool arguments, and
+    /// the unusable 200s (empty, refusal, cut off by the token limit).
+    pub fn every_kind(total: f64) -> Self {
+        let each = total / 10.0;
+        FaultRates {
+            rate_limited: each,
+            server_error: each,
+            hang: each,
+            malformed_json: each,
+            truncated_body: each,
+            bad_tool_json: each,
+            bad_request: each,
+            empty_reply: each,
+            refusal: each,
+            length: each,
         }
     }
 }
@@ -399,6 +428,9 @@ fn pick_fault(state: &State) -> Fault {
         (rates.truncated_body, Fault::TruncatedBody),
         (rates.bad_tool_json, Fault::BadToolJson),
         (rates.bad_request, Fault::BadRequest),
+        (rates.empty_reply, Fault::EmptyReply),
+        (rates.refusal, Fault::Refusal),
+        (rates.length, Fault::Length),
     ];
     for (rate, fault) in choices {
         if draw < rate {
@@ -509,9 +541,15 @@ async fn answer(
             Ok(true)
         }
         Fault::TruncatedBody => {
-            let full = reply(protocol, &body, &model, false, state.config.responder.as_ref())
-                .to_string()
-                .into_bytes();
+            let full = reply(
+                protocol,
+                &body,
+                &model,
+                Answer::Normal,
+                state.config.responder.as_ref(),
+            )
+            .to_string()
+            .into_bytes();
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                 full.len()
@@ -521,14 +559,15 @@ async fn answer(
             stream.flush().await?;
             Ok(false)
         }
-        Fault::None | Fault::BadToolJson => {
-            let out = reply(
-                protocol,
-                &body,
-                &model,
-                fault == Fault::BadToolJson,
-                state.config.responder.as_ref(),
-            );
+        Fault::None | Fault::BadToolJson | Fault::EmptyReply | Fault::Refusal | Fault::Length => {
+            let answer = match fault {
+                Fault::BadToolJson => Answer::BadToolJson,
+                Fault::EmptyReply => Answer::Empty,
+                Fault::Refusal => Answer::Refusal,
+                Fault::Length => Answer::Length,
+                _ => Answer::Normal,
+            };
+            let out = reply(protocol, &body, &model, answer, state.config.responder.as_ref());
             write_response(stream, 200, &[], out.to_string().as_bytes()).await?;
             counters.answered_ok.fetch_add(1, Ordering::Relaxed);
             Ok(true)

@@ -49,13 +49,32 @@ fn has_tool_result(protocol: Protocol, messages: &[Value]) -> bool {
     })
 }
 
+/// What kind of 200 to give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    Normal,
+    /// Tool-call arguments that are not JSON (when a tool is called).
+    BadToolJson,
+    /// No text and no tool call.
+    Empty,
+    /// A refusal instead of an answer.
+    Refusal,
+    /// The answer cut in half, stopped by the token limit.
+    Length,
+}
+
+/// The text of an injected refusal.
+pub const REFUSAL_TEXT: &str =
+    "I'm sorry, but I can't help with that. As an AI language model, I cannot provide medical advice.";
+
 pub(super) fn reply(
     protocol: Protocol,
     body: &Value,
     model: &str,
-    bad_tool_json: bool,
+    answer: Answer,
     responder: Option<&Responder>,
 ) -> Value {
+    let bad_tool_json = answer == Answer::BadToolJson;
     let empty = Vec::new();
     let messages = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
     let user = last_user_text(messages);
@@ -70,11 +89,26 @@ pub(super) fn reply(
     });
     let tool = forced
         .or(first_tool)
-        .filter(|_| !has_tool_result(protocol, messages));
-    let text = match responder {
+        .filter(|_| !has_tool_result(protocol, messages))
+        .filter(|_| matches!(answer, Answer::Normal | Answer::BadToolJson));
+    let mut text = match responder {
         Some(responder) => responder(model, &user),
         None => format!("[{model}] {user}"),
     };
+    let mut stopped = "stop";
+    match answer {
+        Answer::Empty => text = String::new(),
+        Answer::Refusal => text = REFUSAL_TEXT.to_string(),
+        Answer::Length => {
+            let mut cut = text.len() / 2;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            stopped = "length";
+        }
+        Answer::Normal | Answer::BadToolJson => {}
+    }
     let prompt_tokens = (body.to_string().len() / 4) as u64;
     let arguments = if bad_tool_json {
         format!("{{\"query\": \"{}", user.replace('"', ""))
@@ -91,7 +125,7 @@ pub(super) fn reply(
                     }]}),
                     "tool_calls",
                 ),
-                None => (json!({"role": "assistant", "content": text}), "stop"),
+                None => (json!({"role": "assistant", "content": text}), stopped),
             };
             json!({
                 "id": "chatcmpl-test",
@@ -119,7 +153,14 @@ pub(super) fn reply(
                         "tool_use",
                     )
                 }
-                None => (json!([{"type": "text", "text": text}]), "end_turn"),
+                None => (
+                    json!([{"type": "text", "text": text}]),
+                    if stopped == "length" {
+                        "max_tokens"
+                    } else {
+                        "end_turn"
+                    },
+                ),
             };
             json!({
                 "id": "msg_test",

@@ -374,3 +374,90 @@ fn a_background_server_serves_callers_without_a_runtime() {
     assert_eq!(done.response.text.as_deref(), Some("[sync] hi"));
     assert_eq!(server.requests(), 1);
 }
+
+/// A check that refuses empty text and cut-off replies, as infer's does.
+fn usable(response: &cfeval_model::ChatResponse) -> Result<(), cfeval_model::Unusable> {
+    let text = response.text.as_deref().unwrap_or_default();
+    if response.finish_reason.as_deref() == Some("length") {
+        return Err(cfeval_model::Unusable {
+            status: "truncated",
+            detail: "cut off".into(),
+        });
+    }
+    if text.trim().is_empty() && response.tool_calls.is_empty() {
+        return Err(cfeval_model::Unusable {
+            status: "empty",
+            detail: "no text".into(),
+        });
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn unusable_replies_are_retried_never_cached_and_attempts_are_true() {
+    let server = server(ServerConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cfeval_model::ResponseCache::open(dir.path(), false).unwrap();
+    let client = client_builder(openai_config(&server, "vllm/test-model", None))
+        .cache(cache.clone())
+        .build()
+        .unwrap();
+    let request = ChatRequest::new(vec![Message::user("plan?")]);
+    // Two unusable replies, then a good one: three attempts, one answer.
+    server.script([Fault::EmptyReply, Fault::Length]);
+    let done = client.chat_checked(&request, None, Some(&usable)).await.unwrap();
+    assert_eq!(done.response.text.as_deref(), Some("[test-model] plan?"));
+    assert_eq!((done.attempts, done.from_cache), (3, false));
+    // The good reply was cached, so the next call is served from it.
+    let again = client.chat_checked(&request, None, Some(&usable)).await.unwrap();
+    assert!(again.from_cache);
+
+    // Unusable every time: the failure says how many attempts were made,
+    // as the message does, and the last reply is kept.
+    let other = ChatRequest::new(vec![Message::user("other")]);
+    server.script(std::iter::repeat_n(Fault::EmptyReply, 6));
+    let failure = client
+        .chat_checked(&other, None, Some(&usable))
+        .await
+        .unwrap_err();
+    assert_eq!(failure.attempts, 6);
+    assert!(
+        failure.error.to_string().contains("after 6 attempts"),
+        "{}",
+        failure.error
+    );
+    let (status, _) = failure.error.unusable().expect("unusable");
+    assert_eq!(status, "empty");
+    // Nothing unusable was cached: a later call goes to the model and succeeds.
+    let requests = server.requests();
+    let done = client.chat_checked(&other, None, Some(&usable)).await.unwrap();
+    assert!(!done.from_cache);
+    assert_eq!(server.requests(), requests + 1);
+    // A terminal error after one attempt says 1.
+    server.script([Fault::BadRequest]);
+    let failure = client
+        .chat_checked(&ChatRequest::new(vec![Message::user("x")]), None, Some(&usable))
+        .await
+        .unwrap_err();
+    assert_eq!(failure.attempts, 1);
+}
+
+#[tokio::test]
+async fn injected_refusals_and_truncations_carry_their_finish_reasons() {
+    let server = server(ServerConfig::default()).await;
+    let client = client_builder(openai_config(&server, "vllm/test-model", None))
+        .build()
+        .unwrap();
+    server.script([Fault::Length, Fault::Refusal, Fault::EmptyReply]);
+    let request = ChatRequest::new(vec![Message::user("a long enough question")]);
+    let cut = client.chat(&request).await.unwrap();
+    assert_eq!(cut.response.finish_reason.as_deref(), Some("length"));
+    assert_eq!(cut.response.text.as_deref(), Some("[test-model] a lo"));
+    let refused = client.chat(&request).await.unwrap();
+    assert_eq!(
+        refused.response.text.as_deref(),
+        Some(cfeval_model::testing::REFUSAL_TEXT)
+    );
+    let empty = client.chat(&request).await.unwrap();
+    assert_eq!(empty.response.text.as_deref(), Some(""));
+}

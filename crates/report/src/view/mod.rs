@@ -28,6 +28,8 @@ pub struct Page {
     pub overview: Vec<Fact>,
     /// Set when the run has no scores at all.
     pub no_scores: Option<String>,
+    /// Subjects the scores miss or only partly cover, with why (shown first).
+    pub coverage: Vec<String>,
     pub modes: Vec<ModeView>,
     pub blind_spots: BlindSpots,
     pub agreement: Agreement,
@@ -317,6 +319,57 @@ fn listing<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
     }
 }
 
+/// Per subject with responses: a line when it has no CSS scores, or when
+/// some of its responses are not `ok` (left out of every score); and the
+/// names of those subjects.
+fn coverage(data: &RunData) -> (Vec<String>, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut incomplete = Vec::new();
+    let Some(subjects) = &data.subjects else {
+        return (lines, incomplete);
+    };
+    for (subject, info) in subjects {
+        let scored = data
+            .scores
+            .iter()
+            .any(|row| row.subject == *subject && row.metric == "css" && row.level == "overall");
+        let not_ok: u64 = info.not_ok.values().sum();
+        let breakdown = info
+            .not_ok
+            .iter()
+            .map(|(status, count)| format!("{count} {status}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let share = if info.responses == 0 {
+            0.0
+        } else {
+            100.0 * not_ok as f64 / info.responses as f64
+        };
+        let control = if info.is_control { " (control)" } else { "" };
+        if !scored {
+            incomplete.push(subject.clone());
+            lines.push(if not_ok > 0 {
+                format!(
+                    "{subject}{control}: no scores — {not_ok} of {} responses ({}%) are not ok ({breakdown});                      rerun the pipeline (`cfeval run`) to retry them",
+                    info.responses,
+                    fixed(share, 1)
+                )
+            } else {
+                format!("{subject}{control}: no scores — its responses were not judged and aggregated yet")
+            });
+        } else if not_ok > 0 {
+            incomplete.push(subject.clone());
+            lines.push(format!(
+                "{subject}{control}: partly scored — {not_ok} of {} responses ({}%) are not ok ({breakdown}) \
+                 and are left out of its scores (counted per family in the scores table)",
+                info.responses,
+                fixed(share, 1)
+            ));
+        }
+    }
+    (lines, incomplete)
+}
+
 /// Builds the page of `data`.
 pub fn page(data: &RunData, settings: &Settings) -> Result<Page> {
     let scores = Scores::new(&data.scores);
@@ -366,13 +419,23 @@ pub fn page(data: &RunData, settings: &Settings) -> Result<Page> {
             format!("{}", data.scores_provenance.as_ref().map_or(0, |p| p.rows)),
         ),
     ];
+    let (coverage, incomplete) = coverage(data);
+    let mut blind_spots = sections::blind_spots(&scores, settings);
+    if !incomplete.is_empty() && blind_spots.items.is_empty() && blind_spots.table.unavailable.is_none() {
+        // Never "no blind spots" about a subject the scores do not cover.
+        blind_spots.none = Some(format!(
+            "No blind spots among the tuples scored; this says nothing about what was not scored: {}              (see the top of the report).",
+            incomplete.join(", ")
+        ));
+    }
     Ok(Page {
         run: data.run.clone(),
         generator: format!("cfeval-report {}", env!("CARGO_PKG_VERSION")),
         overview,
         no_scores,
+        coverage,
         modes,
-        blind_spots: sections::blind_spots(&scores, settings),
+        blind_spots,
         agreement: sections::agreement(&scores),
         agent: sections::agent(&scores),
         provenance: sections::provenance(data, &scores, settings),

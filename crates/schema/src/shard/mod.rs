@@ -17,6 +17,13 @@
 //! entry does. Opening the store with no other writer alive removes orphans:
 //! temp files and part files the manifest does not name.
 //!
+//! A shard is rewritten (a unit retrying some of its rows) by committing a
+//! new shard whose entry lists the old one in `replaces`: that one rename is
+//! the switch. From then on readers skip the replaced shard, which is then
+//! retired (entry, then file); a crash before that leaves it for the next
+//! writer that opens the table alone. So a kill at any point shows readers
+//! either the old rows or the new ones, never both and never neither.
+//!
 //! What is read is verified. Opening a store reads its manifest and checks
 //! every entry: it names a plain `part-NNNNN.parquet` of this folder (never
 //! `../`, an absolute path or a sub-folder), the entry file's own name, this
@@ -143,6 +150,27 @@ pub struct ShardEntry {
     pub unit: String,
     pub fingerprint: String,
     pub catalog_hash: Option<String>,
+    /// Shards of the same unit this shard replaces (see the module docs):
+    /// readers skip them from the moment this entry exists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
+}
+
+/// Drops the entries another entry replaces (a rewrite whose old shards
+/// are not retired yet): what every reader of a manifest sees.
+pub(crate) fn drop_replaced(entries: &mut Vec<ShardEntry>) -> Vec<ShardEntry> {
+    let replaced: std::collections::BTreeSet<String> = entries
+        .iter()
+        .flat_map(|entry| entry.replaces.iter().cloned())
+        .collect();
+    if replaced.is_empty() {
+        return Vec::new();
+    }
+    let (gone, kept) = std::mem::take(entries)
+        .into_iter()
+        .partition(|entry| replaced.contains(&entry.file));
+    *entries = kept;
+    gone
 }
 
 /// A completed unit of work.
@@ -207,6 +235,7 @@ impl ShardStore {
             .map_err(|e| Error::io(&lock_path, e))?;
         match lock.try_lock() {
             Ok(()) => {
+                retire_replaced(dir)?;
                 remove_orphans(dir)?;
                 lock.unlock().map_err(|e| Error::io(&lock_path, e))?;
             }
@@ -341,6 +370,7 @@ impl ShardStore {
             }
         }
         entries.sort_by(|a, b| a.file.cmp(&b.file));
+        drop_replaced(&mut entries);
         self.entries = entries;
         self.units = units;
         Ok(())
@@ -413,6 +443,35 @@ impl ShardStore {
             provenance,
             next_free_index(&self.handle.dir, &self.entries),
         )
+    }
+
+    /// A writer that rewrites the committed shards `old` (same unit and
+    /// provenance): everything written goes into one new shard (never rolled
+    /// by size) whose entry replaces them all; see the module docs. Call
+    /// [`ShardStore::retire_replaced`] after its `finish`.
+    pub fn replacing_writer(&self, provenance: Provenance, old: &[ShardEntry]) -> ShardWriter {
+        let mut writer = self.writer(provenance);
+        writer.replace(old.iter().map(|entry| entry.file.clone()).collect());
+        writer
+    }
+
+    /// Removes `unit`'s completion record (its shards stay): the unit is
+    /// being worked on again and reads as partial until it completes.
+    pub fn mark_incomplete(&mut self, unit: &str) -> Result<()> {
+        self.check_writable()?;
+        let manifest_dir = self.handle.dir.join(MANIFEST_DIR);
+        remove_if_exists(&manifest_dir.join(unit_record_name(unit)))?;
+        sync_dir(&manifest_dir)?;
+        self.units.remove(unit);
+        Ok(())
+    }
+
+    /// Retires the shards that committed rewrites replaced (entry first,
+    /// then file), and rereads the manifest.
+    pub fn retire_replaced(&mut self) -> Result<()> {
+        self.check_writable()?;
+        retire_replaced(&self.handle.dir)?;
+        self.refresh()
     }
 
     fn check_writable(&self) -> Result<()> {
@@ -502,11 +561,50 @@ impl ShardStore {
         Ok(Scan::new(Arc::clone(&self.handle), self.shards(), columns))
     }
 
+    /// Reads only the shards whose entry passes `keep` (every column when
+    /// `projection` is `None`), each checked as [`ShardStore::scan`] does.
+    pub fn scan_where(
+        &self,
+        projection: Option<&[&str]>,
+        keep: impl Fn(&ShardEntry) -> bool,
+    ) -> Result<Scan> {
+        let mut scan = self.scan(projection)?;
+        scan.retain_shards(keep);
+        Ok(scan)
+    }
+
+    /// Reads the rows of the shards whose entry passes `keep`, as `T`.
+    pub fn read_rows_where<T: Table, K: Fn(&ShardEntry) -> bool>(
+        &self,
+        keep: K,
+    ) -> Result<impl Iterator<Item = Result<Vec<T>>> + use<T, K>> {
+        Ok(self
+            .scan_where(None, keep)?
+            .map(|batch| batch.and_then(|batch| T::from_batch(&batch))))
+    }
+
     /// Reads every committed row as `T`, one batch of rows at a time.
     pub fn read_rows<T: Table>(&self) -> Result<impl Iterator<Item = Result<Vec<T>>> + use<T>> {
         Ok(self
             .scan(None)?
             .map(|batch| batch.and_then(|batch| T::from_batch(&batch))))
+    }
+
+    /// [`ShardStore::read_columns`] of the shards whose entry passes `keep`.
+    pub fn read_columns_where<T: serde::de::DeserializeOwned, K: Fn(&ShardEntry) -> bool>(
+        &self,
+        columns: &[&str],
+        keep: K,
+    ) -> Result<impl Iterator<Item = Result<Vec<T>>> + use<T, K>> {
+        let table = self.handle.table.clone();
+        Ok(self.scan_where(Some(columns), keep)?.map(move |batch| {
+            batch.and_then(|batch| {
+                serde_arrow::from_record_batch(&batch).map_err(|source| Error::Convert {
+                    table: table.clone(),
+                    source,
+                })
+            })
+        }))
     }
 
     /// Reads only `columns` of every committed row, as `T` (a struct whose
@@ -597,6 +695,34 @@ pub(crate) fn check_record(name: &str, path: &Path, record: &UnitRecord) -> Resu
             path,
             format!("names shard {bad:?}, which is not a plain part-NNNNN.parquet file of its table folder"),
         ));
+    }
+    Ok(())
+}
+
+/// Retires every shard of `dir` that a committed rewrite replaced: its
+/// manifest entry first (readers already skip it), then its file.
+fn retire_replaced(dir: &Path) -> Result<()> {
+    let manifest_dir = dir.join(MANIFEST_DIR);
+    let mut entries = Vec::new();
+    for name in list_names(&manifest_dir)? {
+        if name.starts_with("part-")
+            && name.ends_with(".json")
+            && let Some(entry) = read_json_if_exists::<ShardEntry>(&manifest_dir.join(&name))?
+        {
+            entries.push(entry);
+        }
+    }
+    let replaced = drop_replaced(&mut entries);
+    for entry in &replaced {
+        if !is_shard_name(&entry.file) {
+            continue;
+        }
+        tracing::debug!(shard = %entry.file, "retiring a replaced shard");
+        remove_if_exists(&manifest_dir.join(entry_name(&entry.file)))?;
+        remove_if_exists(&dir.join(&entry.file))?;
+    }
+    if !replaced.is_empty() {
+        sync_dir(&manifest_dir)?;
     }
     Ok(())
 }

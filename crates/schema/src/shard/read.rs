@@ -228,6 +228,11 @@ impl Scan {
         }
     }
 
+    /// Keeps only the shards whose manifest entry passes `keep`.
+    pub(super) fn retain_shards(&mut self, keep: impl Fn(&ShardEntry) -> bool) {
+        self.shards.retain(|shard| keep(&shard.entry));
+    }
+
     fn open_next(&mut self) -> Option<Result<()>> {
         loop {
             let index = self.next_file;

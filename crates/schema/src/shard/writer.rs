@@ -30,6 +30,9 @@ pub struct ShardWriter {
     current: Option<OpenShard>,
     committed: Vec<ShardEntry>,
     next_index: u64,
+    /// The shards this writer rewrites (then it writes one shard, never
+    /// rolled by size).
+    replaces: Vec<String>,
 }
 
 struct OpenShard {
@@ -61,7 +64,14 @@ impl ShardWriter {
             current: None,
             committed: Vec::new(),
             next_index,
+            replaces: Vec::new(),
         }
+    }
+
+    /// Makes this writer's one shard replace `old` (see
+    /// [`super::ShardStore::replacing_writer`]).
+    pub(super) fn replace(&mut self, old: Vec<String>) {
+        self.replaces = old;
     }
 
     /// Appends rows, converting them a few at a time so that the row-group
@@ -102,7 +112,7 @@ impl ShardWriter {
             }
             None => false,
         };
-        if full {
+        if full && self.replaces.is_empty() {
             self.flush()?;
         }
         Ok(())
@@ -212,6 +222,7 @@ impl ShardWriter {
             unit: self.provenance.unit.clone(),
             fingerprint: self.provenance.fingerprint.clone(),
             catalog_hash: self.provenance.catalog_hash.clone(),
+            replaces: self.replaces.clone(),
         };
         let manifest_name = entry_name(&name);
         write_json_atomic(&self.handle.dir.join(MANIFEST_DIR), &manifest_name, &entry)?;

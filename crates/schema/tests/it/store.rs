@@ -200,3 +200,45 @@ fn concurrent_writers_never_share_a_shard_name() {
     ids.dedup();
     assert_eq!(ids.len(), 400, "every row exactly once");
 }
+
+/// A rewrite of a shard: the new shard's entry is the switch. Before it
+/// readers see the old rows, from it on the new ones, never both; the old
+/// shard is retired by the writer or, after a crash, by the next writer.
+#[test]
+fn a_rewritten_shard_replaces_the_old_one_at_its_entry() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let provenance = Provenance {
+        run: "r".into(),
+        unit: "u".into(),
+        fingerprint: "f".into(),
+        catalog_hash: None,
+    };
+    let mut store = ShardStore::open_table::<JudgmentRow>(dir.path()).expect("open");
+    let mut writer = store.writer(provenance.clone());
+    writer.write_rows(&judgments(5)).expect("write");
+    let old = writer.finish().expect("finish").remove(0);
+    store.refresh().expect("refresh");
+    let mut rewritten = judgments(5);
+    rewritten[2].status = "rewritten".into();
+    // Written but not committed: readers still see the old rows only.
+    let mut writer = store.replacing_writer(provenance.clone(), std::slice::from_ref(&old));
+    writer.write_rows(&rewritten).expect("write");
+    assert_eq!(read_all(&store), judgments(5));
+    let new = writer.finish().expect("finish");
+    assert_eq!(new.len(), 1);
+    assert_eq!(new[0].replaces, vec![old.file.clone()]);
+    // Committed, old not retired yet (as after a kill here): one copy.
+    let reader = ShardStore::open_existing(&dir.path().join("judgments"), "judgments", JudgmentRow::schema())
+        .expect("open")
+        .expect("present");
+    assert_eq!(reader.entries().len(), 1);
+    assert_eq!(read_all(&reader), rewritten);
+    let check = verify::check_table(dir.path(), TableName::Judgments, true);
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+    assert_eq!(check.entries.len(), 1);
+    drop(store);
+    // The next writer alone retires the replaced shard, entry then file.
+    let store = ShardStore::open_table::<JudgmentRow>(dir.path()).expect("reopen");
+    assert!(!dir.path().join("judgments").join(&old.file).exists());
+    assert_eq!(read_all(&store), rewritten);
+}
