@@ -9,9 +9,14 @@
 //! The cohort generator (`cfeval-synthesize`) uses it to write each case's
 //! reference; the guideline-following control subject and the rule judge use
 //! it directly, which is why it is a leaf crate of its own.
+//!
+//! [`staging`] holds the AJCC stage-group tables (`data/staging/ajcc8.yaml`):
+//! the generator draws T and N consistent with a stage group from them, and
+//! the chart coherence check of `cfeval-perturb` reads them.
 
 mod error;
 mod profile;
+pub mod staging;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{Error, Result};
 pub use profile::Profile;
+pub use staging::{Basis, Staging};
 
 /// The rule table shipped with cfeval, compiled in.
 pub const BUILTIN_ONCOLOGY_YAML: &str = include_str!("../../../data/guidelines/oncology.yaml");

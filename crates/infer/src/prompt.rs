@@ -176,6 +176,7 @@ mod tests {
             sections: sections.clone(),
             facts: Vec::new(),
             diff: Vec::new(),
+            coherence: Vec::new(),
         };
         let request =
             crate::single_shot_request(&variant, &Prompts::default(), &crate::CallSettings::default());

@@ -7,6 +7,7 @@ use std::ops::Range;
 use cfeval_schema::{CaseRow, DiffEntry, Expected, Fact, Section, VariantRow, ids};
 
 use crate::catalog::{Catalog, EditOp, ExpectedBranch, FactPattern, Intervention, Predicate};
+use crate::coherence;
 use crate::ops::{Chart, FactChange, Outcome, biomarker, control, progression, stage, surgery};
 use crate::text::OffsetMap;
 use crate::vocab;
@@ -21,7 +22,11 @@ pub struct Variant {
 }
 
 /// Applies every intervention of `catalog` to `case`: the baseline first,
-/// then one row per intervention, applicable or not.
+/// then one row per intervention, applicable or not. Every chart is run
+/// through the [coherence check](crate::coherence): the baseline carries
+/// the case's own findings, and a variant whose chart has a finding its
+/// baseline does not (the edit left a contradiction) is not applicable,
+/// with the findings as its reason and in its `coherence` column.
 pub fn apply(catalog: &Catalog, case: &CaseRow) -> Vec<VariantRow> {
     apply_with_text(catalog, case)
         .into_iter()
@@ -47,9 +52,11 @@ pub fn apply_with_text(catalog: &Catalog, case: &CaseRow) -> Vec<Variant> {
             sections: case.sections.clone(),
             facts: case.facts.clone(),
             diff: Vec::new(),
+            coherence: findings(&case.source_text, &case.facts, case),
         },
         text: Some(case.source_text.clone()),
     });
+    let baseline = out[0].row.coherence.clone();
     let chart = Chart::new(case);
     let spans_valid = check_spans(case);
     for (index, intervention) in catalog.interventions().iter().enumerate() {
@@ -57,11 +64,50 @@ pub fn apply_with_text(catalog: &Catalog, case: &CaseRow) -> Vec<Variant> {
             .clone()
             .and_then(|()| variant(catalog, index, intervention, &chart));
         out.push(match result {
-            Ok(variant) => variant,
+            Ok(variant) => coherent(catalog, intervention, case, variant, &baseline),
             Err(reason) => not_applicable(catalog, intervention, case, reason),
         });
     }
     out
+}
+
+/// The coherence findings of a chart, as the `coherence` column spells them.
+fn findings(text: &str, facts: &[Fact], case: &CaseRow) -> Vec<String> {
+    coherence::check(text, facts, case.cancer_type.as_deref())
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// `variant` with its findings; not applicable when the edit left a
+/// contradiction the baseline does not have.
+fn coherent(
+    catalog: &Catalog,
+    intervention: &Intervention,
+    case: &CaseRow,
+    mut variant: Variant,
+    baseline: &[String],
+) -> Variant {
+    let text = variant.text.as_deref().unwrap_or_default();
+    let found = findings(text, &variant.row.facts, case);
+    let new: Vec<&String> = found
+        .iter()
+        .filter(|finding| !baseline.contains(finding))
+        .collect();
+    if new.is_empty() {
+        variant.row.coherence = found;
+        return variant;
+    }
+    let reason = format!(
+        "the edit would leave the chart incoherent: {}",
+        new.iter()
+            .map(|finding| finding.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let mut refused = not_applicable(catalog, intervention, case, reason);
+    refused.row.coherence = found;
+    refused
 }
 
 fn not_applicable(catalog: &Catalog, intervention: &Intervention, case: &CaseRow, reason: String) -> Variant {
@@ -80,6 +126,7 @@ fn not_applicable(catalog: &Catalog, intervention: &Intervention, case: &CaseRow
             sections: Vec::new(),
             facts: Vec::new(),
             diff: Vec::new(),
+            coherence: Vec::new(),
         },
         text: None,
     }
@@ -397,6 +444,7 @@ fn build(
             sections,
             facts,
             diff,
+            coherence: Vec::new(),
         },
         text: Some(text),
     })

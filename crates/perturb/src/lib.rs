@@ -23,6 +23,7 @@
 //!   them when [`Config::retire_downstream`] says so.
 
 pub mod catalog;
+pub mod coherence;
 mod engine;
 pub mod error;
 mod ops;

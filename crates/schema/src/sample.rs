@@ -115,6 +115,7 @@ pub fn variant(i: u64) -> VariantRow {
             before: Some("negative".into()),
             after: Some("positive".into()),
         }],
+        coherence: Vec::new(),
     }
 }
 

@@ -169,6 +169,11 @@ pub struct VariantRow {
     pub sections: Vec<Section>,
     pub facts: Vec<Fact>,
     pub diff: Vec<DiffEntry>,
+    /// The chart coherence check's findings, one `rule: detail` each
+    /// (`stage-tnm: "T1N2M0" is stage IIIA …`): on the baseline, the case's
+    /// own; on a variant, what its chart still contradicts. Empty when the
+    /// chart is coherent.
+    pub coherence: Vec<String>,
 }
 
 /// One step of an agent's trace.

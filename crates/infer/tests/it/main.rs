@@ -72,6 +72,7 @@ fn variant(case: u32, intervention: &str, family: &str, her2: &str) -> VariantRo
             fact("biomarker", "HER2", her2, "HER2"),
         ],
         diff: Vec::new(),
+        coherence: Vec::new(),
     }
 }
 

@@ -83,6 +83,7 @@ fn variant(
         sections: Vec::new(),
         facts: Vec::new(),
         diff,
+        coherence: Vec::new(),
     }
 }
 

@@ -105,6 +105,12 @@ impl<'a> Chart<'a> {
         })
     }
 
+    /// The AJCC stage-group table of the chart's cancer type, when there is one.
+    pub fn staging_table(&self) -> Option<&'static cfeval_guidelines::staging::CancerTable> {
+        let staging = cfeval_guidelines::Staging::builtin().ok()?;
+        staging.table(&self.cancer_type()?)
+    }
+
     /// A short quote of the text around `range`, for reasons.
     pub fn quote(&self, range: &Range<usize>) -> String {
         quote(self.text, range)

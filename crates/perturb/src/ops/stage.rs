@@ -8,20 +8,23 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
+use cfeval_guidelines::staging::{Basis, Staging, split_group};
+
 use super::{Anchor, Chart, NotApplicable, Outcome, re};
 use crate::catalog::StageDirection;
+use crate::coherence;
 use crate::text;
 use crate::vocab;
 
-fn group_regex() -> &'static Regex {
+pub(crate) fn group_regex() -> &'static Regex {
     static CELL: OnceLock<Regex> = OnceLock::new();
     re(
         &CELL,
-        r"(?i)\bstage\s+(?:group\s+)?(?P<group>IV|I{1,3}|[1-4])(?P<sub>[ABC][12]?)?\b",
+        r"(?i)\bstage\s+(?:group\s+)?(?P<group>IV|I{1,3}|[1-4])(?P<sub>[A-D][12]?)?\b",
     )
 }
 
-fn tnm_regex() -> &'static Regex {
+pub(crate) fn tnm_regex() -> &'static Regex {
     static CELL: OnceLock<Regex> = OnceLock::new();
     re(
         &CELL,
@@ -29,7 +32,7 @@ fn tnm_regex() -> &'static Regex {
     )
 }
 
-fn roman(group: &str) -> &str {
+pub(crate) fn roman(group: &str) -> &str {
     match group {
         "1" => "I",
         "2" => "II",
@@ -121,12 +124,7 @@ fn tnm_edit(
             "M1"
         }
         StageDirection::DownToThree => {
-            if captures.name("n").is_some_and(|n| n.as_str() == "0") {
-                return Err(format!(
-                    "{} is N0: without metastases it would not be stage III",
-                    chart.quote(&whole.range())
-                ));
-            }
+            without_metastases_is_three(chart, captures)?;
             "M0"
         }
     };
@@ -146,6 +144,37 @@ fn tnm_edit(
         }
     }
     Ok(())
+}
+
+/// Down to III: the TNM without metastases must be stage III in the
+/// cancer's AJCC table (`data/staging`); T1N1M0 NSCLC is stage II.
+fn without_metastases_is_three(chart: &Chart<'_>, captures: &Captures<'_>) -> Result<(), NotApplicable> {
+    let number = |name: &str| {
+        captures
+            .name(name)
+            .and_then(|found| found.as_str().parse::<u8>().ok())
+    };
+    let (Some(t), Some(n)) = (number("t"), number("n")) else {
+        return Ok(());
+    };
+    let Some(table) = chart.staging_table() else {
+        return Ok(());
+    };
+    let basis = Basis::from_prefix(captures.name("pre").map_or("", |pre| pre.as_str()));
+    let groups = table.groups(basis, t, n, 0);
+    if groups.iter().any(|group| split_group(group).0 == "III") {
+        return Ok(());
+    }
+    Err(format!(
+        "{} without metastases would be stage {} ({}), not III",
+        chart.quote(&captures.get(0).map_or(0..0, |whole| whole.range())),
+        if groups.is_empty() {
+            "?".to_string()
+        } else {
+            groups.join(" or ")
+        },
+        Staging::builtin().map_or("AJCC", |staging| staging.edition())
+    ))
 }
 
 /// Up to IV: "no distant metastases" → "distant metastases", "locally
@@ -213,6 +242,23 @@ fn up_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotApplica
         retarget_facts(chart, &range, outcome, "metastatic", "true");
         retarget_facts(chart, &range, outcome, "intent", "palliative");
     }
+    // What else says there is no distant disease ("CT: no distant disease",
+    // "PET/CT: FDG-avid primary only") is restated as the lexicon says.
+    for (range, rewrite) in coherence::lexicon().no_distant_matches(chart.text) {
+        if outcome.plan.touches(&range) {
+            continue;
+        }
+        let Some(rewrite) = rewrite else {
+            return Err(format!(
+                "{} states there is no distant disease, and this edit cannot restate it",
+                chart.quote(&range)
+            ));
+        };
+        outcome
+            .plan
+            .push(range.clone(), keep_case(&chart.text[range.clone()], rewrite))?;
+        retarget_facts(chart, &range, outcome, "metastatic", "true");
+    }
     Ok(())
 }
 
@@ -223,6 +269,28 @@ fn down_framing(chart: &Chart<'_>, outcome: &mut Outcome) -> Result<(), NotAppli
         return Err(format!(
             "the chart records a prior line (`{}`), which presupposes the metastatic setting",
             fact.name
+        ));
+    }
+    // Distant-disease mentions the lexicon restates ("CT: liver lesions,
+    // largest 2 cm" → "CT: no distant disease").
+    for (range, rewrite) in coherence::lexicon().distant_matches(chart.text) {
+        if let Some(rewrite) = rewrite
+            && !outcome.plan.touches(&range)
+            && chart.other_facts_in(&range, |_| false).is_none()
+        {
+            outcome
+                .plan
+                .push(range.clone(), keep_case(&chart.text[range.clone()], rewrite))?;
+        }
+    }
+    if let Some(negative) = coherence::lexicon().node_negative_matches(chart.text).first()
+        && let Some(table) = chart.staging_table()
+        && !table.node_negative_can_be("III")
+    {
+        return Err(format!(
+            "{} says node-negative, and node-negative {} without metastases is never stage III",
+            chart.quote(negative),
+            chart.cancer_type().unwrap_or_default()
         ));
     }
     static METASTASIS: OnceLock<Regex> = OnceLock::new();

@@ -15,7 +15,9 @@ use std::sync::OnceLock;
 use cfeval_schema::Fact;
 use regex::Regex;
 
-use super::{Anchor, Chart, NotApplicable, Outcome, re};
+use cfeval_guidelines::staging::{Basis, CancerTable};
+
+use super::{Anchor, Chart, NotApplicable, Outcome, re, stage};
 use crate::catalog::SurgeryTarget;
 use crate::text;
 
@@ -419,6 +421,9 @@ fn tnm_to_clinical(chart: &Chart<'_>, to: SurgeryTarget, outcome: &mut Outcome) 
         if outcome.plan.touches(&range) {
             continue;
         }
+        if let Some(rest) = captures.name("rest") {
+            clinical_fits_the_group(chart, rest.as_str())?;
+        }
         outcome.plan.push(range.clone(), "c")?;
         for (index, fact) in chart.facts() {
             let span = Chart::span(fact);
@@ -430,6 +435,43 @@ fn tnm_to_clinical(chart: &Chart<'_>, to: SurgeryTarget, outcome: &mut Outcome) 
                 let value = format!("c{}", &fact.value[1..]);
                 super::set(outcome, index, &value, fact.detail.clone(), None);
             }
+        }
+    }
+    Ok(())
+}
+
+/// A pathologic TNM made clinical (`T2N3` of `pT2N3M0`) must still give the
+/// stated stage group under the cancer's clinical AJCC table (gastric
+/// cancer's clinical and pathologic tables differ).
+fn clinical_fits_the_group(chart: &Chart<'_>, rest: &str) -> Result<(), NotApplicable> {
+    let digits: Vec<u8> = rest
+        .chars()
+        .filter_map(|character| character.to_digit(10))
+        .map(|digit| digit as u8)
+        .collect();
+    let [t, n] = digits[..] else {
+        return Ok(());
+    };
+    let Some(table) = chart.staging_table() else {
+        return Ok(());
+    };
+    let groups = table.groups(Basis::Clinical, t, n, 0);
+    for captures in stage::group_regex().captures_iter(chart.text) {
+        let (Some(whole), Some(group)) = (captures.get(0), captures.name("group")) else {
+            continue;
+        };
+        let stated = format!(
+            "{}{}",
+            stage::roman(&group.as_str().to_ascii_uppercase()),
+            captures.name("sub").map_or("", |sub| sub.as_str())
+        );
+        if !CancerTable::matches(&stated, &groups) {
+            return Err(format!(
+                "{} made clinical (cT{t}N{n}) would be stage {} by the clinical table, not {}",
+                chart.quote(&whole.range()),
+                groups.join(" or "),
+                stated
+            ));
         }
     }
     Ok(())

@@ -1,5 +1,6 @@
 //! Integration tests of the perturb stage.
 
+mod coherence;
 mod edits;
 mod fixtures;
 mod malformed;

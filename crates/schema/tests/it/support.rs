@@ -160,7 +160,10 @@ pub fn variant_row() -> impl Strategy<Value = VariantRow> {
         (opt_text(), proptest::option::of(expected())),
         proptest::collection::vec(section(), 0..3),
         proptest::collection::vec(fact(), 0..3),
-        proptest::collection::vec(diff_entry(), 0..3),
+        (
+            proptest::collection::vec(diff_entry(), 0..3),
+            proptest::collection::vec(text(), 0..3),
+        ),
     )
         .prop_map(
             |(
@@ -177,7 +180,7 @@ pub fn variant_row() -> impl Strategy<Value = VariantRow> {
                 (expected_text, expected),
                 sections,
                 facts,
-                diff,
+                (diff, coherence),
             )| VariantRow {
                 run,
                 case_id,
@@ -192,6 +195,7 @@ pub fn variant_row() -> impl Strategy<Value = VariantRow> {
                 sections,
                 facts,
                 diff,
+                coherence,
             },
         )
 }

@@ -166,7 +166,6 @@ fn cancer_phrase(rng: &mut Rng, cancer: Cancer) -> &'static str {
             "non-small cell lung cancer (adenocarcinoma)",
             "NSCLC, adenocarcinoma subtype",
             "lung adenocarcinoma",
-            "squamous cell carcinoma of the lung",
             "non-small-cell lung carcinoma",
         ],
         Cancer::Colorectal => &[
@@ -221,7 +220,10 @@ fn symptom(rng: &mut Rng, cancer: Cancer) -> &'static str {
 }
 
 fn cancer_fact(rng: &mut Rng, doc: &mut Doc, patient: &Patient) {
-    let phrase = cancer_phrase(rng, patient.cancer);
+    let phrase = match patient.histology {
+        Some("squamous") => "squamous cell carcinoma of the lung",
+        _ => cancer_phrase(rng, patient.cancer),
+    };
     doc.fact(
         phrase,
         vec![truth("cancer_type", "primary", patient.cancer.value())],
@@ -232,14 +234,18 @@ fn stage_fact(rng: &mut Rng, doc: &mut Doc, patient: &Patient) {
     let group = roman(patient.stage);
     let sub = patient.substage.map(String::from).unwrap_or_default();
     let digit = patient.stage.to_string();
-    let template = rng.text(&[
+    // Pathologic staging describes a resection specimen.
+    let mut templates = vec![
         "stage {R}{s}",
         "Stage {D}{s}",
         "clinical stage {R}{s}",
         "AJCC stage {R}{s}",
         "stage group {R}{s}",
-        "pathologic stage {R}{s}",
-    ]);
+    ];
+    if patient.surgery == Some("resected") {
+        templates.push("pathologic stage {R}{s}");
+    }
+    let template = rng.text(&templates);
     let phrase = fill(template, &[("{R}", group), ("{s}", &sub), ("{D}", &digit)]);
     let mut fact = truth("stage", "group", group);
     fact.detail = patient.substage.map(|letter| format!("{group}{letter}"));

@@ -1,5 +1,7 @@
 //! The structured truth of a synthetic patient, drawn before any text.
 
+use cfeval_guidelines::staging::{Basis, Staging, split_group};
+
 use crate::extract::normalise_regimen;
 use crate::rng::Rng;
 
@@ -86,6 +88,9 @@ pub struct Patient {
     pub female: bool,
     pub stage: u32,
     pub substage: Option<char>,
+    /// The histology where it decides treatment (NSCLC: `squamous` or
+    /// `nonsquamous`).
+    pub histology: Option<&'static str>,
     pub tnm: Option<String>,
     pub sites: Vec<&'static str>,
     pub markers: Vec<Marker>,
@@ -123,27 +128,32 @@ pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
         _ => &[(1, 0.15), (2, 0.27), (3, 0.25), (4, 0.33)],
     };
     let stage = *rng.weighted(stage_weights);
-    let substage = match stage {
-        4 => *rng.pick(&[None, Some('A'), Some('B')]),
-        _ => *rng.pick(&[None, Some('A'), Some('B')]),
-    };
     let female = match cancer {
         Cancer::Breast => !rng.chance(0.02),
         _ => rng.chance(0.5),
     };
-    let node_negative = stage <= 2 && rng.chance(0.6);
+    let surgery = draw_surgery(rng, stage);
+    // T and N come from the AJCC rows of the stage group (pathologic rows
+    // after a resection, clinical ones otherwise), and so does the
+    // sub-stage; a pathologic prefix only after a resection.
+    let resected = surgery == Some("resected");
+    let basis = if resected {
+        Basis::Pathologic
+    } else {
+        Basis::Clinical
+    };
+    let (t, n, group) = draw_tnm(rng, cancer, basis, stage);
+    let substage = split_group(&group).1.chars().next().filter(|_| rng.chance(0.7));
+    let node_negative = n == 0;
     let tnm = rng.chance(0.45).then(|| {
-        let prefix = rng.pick(&["c", "p", ""]);
-        let t = rng.range(1, 4);
-        let n = match stage {
-            1 | 2 if node_negative => 0,
-            1 | 2 => rng.range(0, 1),
-            3 => rng.range(1, 3),
-            _ => rng.range(0, 3),
-        };
+        let prefix = rng.pick(if resected { &["p", ""] } else { &["c", ""] });
         let m = u32::from(stage == 4);
         format!("{prefix}T{t}N{n}M{m}")
     });
+    let histology = match cancer {
+        Cancer::Nsclc => Some(*rng.weighted(&[("nonsquamous", 0.75), ("squamous", 0.25)])),
+        _ => None,
+    };
     let site_pool: &[&str] = match cancer {
         Cancer::Breast => &["bone", "liver", "lung"],
         Cancer::Nsclc => &["bone", "adrenal", "liver", "contralateral lung"],
@@ -160,17 +170,6 @@ pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
         sites.extend(pool.into_iter().take(count));
     }
     let markers = draw_markers(rng, cancer);
-    let surgery = if stage < 4 {
-        Some(*rng.weighted(&[("resected", 0.55), ("unresected", 0.2), ("not_done", 0.25)]))
-    } else {
-        rng.weighted(&[
-            (Some("resected"), 0.08),
-            (Some("unresected"), 0.2),
-            (Some("not_done"), 0.4),
-            (None, 0.32),
-        ])
-        .to_owned()
-    };
     let procedure = *rng.pick(match cancer {
         Cancer::Breast => &["lumpectomy", "mastectomy", "partial mastectomy"][..],
         Cancer::Nsclc => &[
@@ -189,7 +188,7 @@ pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
         Cancer::Gastric => &["total gastrectomy", "subtotal gastrectomy"],
         Cancer::Melanoma => &["wide local excision", "wide excision"],
     });
-    let lines = draw_lines(rng, cancer, stage, surgery, &markers);
+    let lines = draw_lines(rng, cancer, stage, surgery, &markers, histology);
     let ecog = *rng.weighted(&[(0, 0.4), (1, 0.45), (2, 0.15)]);
     let mut pool = vec![
         ("hypertension", "hypertension"),
@@ -221,6 +220,7 @@ pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
         female,
         stage,
         substage,
+        histology,
         tnm,
         sites,
         markers,
@@ -231,6 +231,74 @@ pub fn draw(rng: &mut Rng, cancer: Cancer) -> Patient {
         comorbidities,
         findings,
         node_negative,
+    }
+}
+
+fn draw_surgery(rng: &mut Rng, stage: u32) -> Option<&'static str> {
+    if stage < 4 {
+        Some(*rng.weighted(&[("resected", 0.55), ("unresected", 0.2), ("not_done", 0.25)]))
+    } else {
+        rng.weighted(&[
+            (Some("resected"), 0.08),
+            (Some("unresected"), 0.2),
+            (Some("not_done"), 0.4),
+            (None, 0.32),
+        ])
+        .to_owned()
+    }
+}
+
+/// A T, N and group of stage `stage` (1-4) from the cancer's AJCC rows of
+/// `basis`: M1 rows for stage IV, M0 rows otherwise.
+fn draw_tnm(rng: &mut Rng, cancer: Cancer, basis: Basis, stage: u32) -> (u8, u8, String) {
+    let main = match stage {
+        1 => "I",
+        2 => "II",
+        3 => "III",
+        _ => "IV",
+    };
+    let m = u8::from(stage == 4);
+    let mut candidates: Vec<(u8, u8, &str)> = Vec::new();
+    if let Some(table) = Staging::builtin()
+        .ok()
+        .and_then(|staging| staging.table(cancer.value()))
+    {
+        for row in table.rows(basis).filter(|row| row.m == m) {
+            for group in row.groups.iter().filter(|group| split_group(group).0 == main) {
+                candidates.push((row.t, row.n, group));
+            }
+        }
+    }
+    match candidates.as_slice() {
+        [] => (1 + rng.below(4) as u8, 0, main.to_string()),
+        _ => {
+            let (t, n, group) = *rng.pick(&candidates);
+            (t, n, group.to_string())
+        }
+    }
+}
+
+/// Whether a regimen suits the histology and markers: no pemetrexed in
+/// squamous NSCLC, no anti-EGFR antibody unless KRAS is wild-type (the
+/// pairs the chart coherence check of `cfeval-perturb` reads from
+/// `data/coherence/oncology.yaml`).
+fn suits(regimen: &str, markers: &[Marker], histology: Option<&str>) -> bool {
+    let lower = regimen.to_ascii_lowercase();
+    let pemetrexed_in_squamous = histology == Some("squamous") && lower.contains("pemetrexed");
+    let anti_egfr_without_wild_type = lower.contains("cetuximab") && value_of(markers, "KRAS") != "negative";
+    !pemetrexed_in_squamous && !anti_egfr_without_wild_type
+}
+
+fn suitable(pool: &[&'static str], markers: &[Marker], histology: Option<&str>) -> Vec<&'static str> {
+    let fitting: Vec<&'static str> = pool
+        .iter()
+        .copied()
+        .filter(|regimen| suits(regimen, markers, histology))
+        .collect();
+    if fitting.is_empty() {
+        pool.to_vec()
+    } else {
+        fitting
     }
 }
 
@@ -383,12 +451,13 @@ fn draw_lines(
     stage: u32,
     surgery: Option<&str>,
     markers: &[Marker],
+    histology: Option<&str>,
 ) -> Vec<Line> {
     let mut lines = Vec::new();
     if stage < 4 {
         let chance = if surgery == Some("resected") { 0.35 } else { 0.25 };
         if rng.chance(chance) {
-            let regimen = *rng.pick(early_regimens(cancer, markers));
+            let regimen = *rng.pick(&suitable(early_regimens(cancer, markers), markers, histology));
             let (outcome, setting) = if surgery == Some("resected") {
                 *rng.pick(&[("response", "neoadjuvant"), ("ongoing", "adjuvant")])
             } else {
@@ -416,8 +485,8 @@ fn draw_lines(
         Cancer::Gastric | Cancer::Melanoma => *rng.weighted(&[(0, 0.32), (1, 0.58), (2, 0.1)]),
         _ => *rng.weighted(&[(0, 0.35), (1, 0.45), (2, 0.2)]),
     };
-    let first_pool = first_line_regimens(cancer, markers);
-    let second_pool = second_line_regimens(cancer, markers);
+    let first_pool = suitable(first_line_regimens(cancer, markers), markers, histology);
+    let second_pool = suitable(second_line_regimens(cancer, markers), markers, histology);
     for index in 0..count {
         let last = index + 1 == count;
         let outcome = if !last {
@@ -427,7 +496,7 @@ fn draw_lines(
         } else {
             *rng.weighted(&[("ongoing", 0.55), ("progression", 0.3), ("response", 0.15)])
         };
-        let pool = if index == 0 { first_pool } else { second_pool };
+        let pool = if index == 0 { &first_pool } else { &second_pool };
         let mut regimen = rng.pick(pool).to_string();
         // A later line is a different regimen.
         let same = |a: &str, b: &str| normalise_regimen(a) == normalise_regimen(b);
