@@ -43,7 +43,8 @@ pub use status::{RESPONSE_ERROR, ResponseStatus, normalize_finish_reason};
 pub use table::{Table, TableName};
 pub use tables::*;
 
-/// Version of the table schemas; bumped on any column change.
+/// Version of the table schemas; bumped on any column change. 2:
+/// `responses.finish_reason` and `tries`, `variants.coherence`.
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// The cfeval version that wrote a shard.
