@@ -112,6 +112,41 @@ struct Inner {
     price: Option<Price>,
     counters: Counters,
     jitter_seed: AtomicU64,
+    /// Calls in flight by cache key: a second identical request waits for
+    /// the first and is then served from the cache (one model call).
+    in_flight: InFlight,
+}
+
+/// Per-key locks of the requests being answered.
+type InFlight = std::sync::Mutex<std::collections::HashMap<CacheKey, Arc<tokio::sync::Mutex<()>>>>;
+
+/// One caller's claim on a key's lock; the last claim removes the entry.
+struct Claim<'a> {
+    map: &'a InFlight,
+    key: CacheKey,
+    slot: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl<'a> Claim<'a> {
+    fn new(map: &'a InFlight, key: CacheKey) -> Self {
+        let slot = map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .clone();
+        Self { map, key, slot }
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut map = self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The map's and this claim's: no one else waits on the key.
+        if Arc::strong_count(&self.slot) <= 2 {
+            map.remove(&self.key);
+        }
+    }
 }
 
 impl std::fmt::Debug for ModelClient {
@@ -175,6 +210,7 @@ impl ModelClientBuilder {
                 price: self.price,
                 counters: Counters::default(),
                 jitter_seed: AtomicU64::new(0),
+                in_flight: InFlight::default(),
             }),
         })
     }
@@ -295,6 +331,13 @@ impl ModelClient {
             latency: Duration::ZERO,
         };
         let key = self.cache_key(request).map_err(not_started)?;
+        // With a cache, identical requests in flight at once make one call:
+        // the later ones wait for the first, then read its cached reply.
+        let claim = inner.cache.as_ref().map(|_| Claim::new(&inner.in_flight, key));
+        let _turn = match &claim {
+            Some(claim) => Some(claim.slot.clone().lock_owned().await),
+            None => None,
+        };
         if let Some(cache) = &inner.cache {
             match cache.get(&key).await {
                 Ok(Some(response)) if check.is_some_and(|check| check(&response).is_err()) => {

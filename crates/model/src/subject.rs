@@ -351,7 +351,47 @@ fn normalise_base_url(url: &str) -> Result<String> {
             reason: "credentials in the URL are not allowed; use the API key variable".into(),
         });
     }
+    // A base URL is written to responses, the journal, the cache and error
+    // messages: a secret in its query (`?api-key=…`) would leak into all of
+    // them. Such a URL is refused, naming the parameter, never its value.
+    if let Some((name, _)) = parsed.query_pairs().find(|(name, _)| is_secret_parameter(name)) {
+        let mut shown = parsed.clone();
+        shown.set_query(None);
+        return Err(Error::InvalidSetting {
+            what: "base URL".into(),
+            reason: format!(
+                "{shown} carries a secret in its query (`{name}`); it would be written to every table and log: give the key through the API key variable instead"
+            ),
+        });
+    }
     Ok(url.to_string())
+}
+
+/// Whether a query parameter's name says it holds a secret (`api-key`,
+/// `key`, `access_token`, `sig`, …).
+fn is_secret_parameter(name: &str) -> bool {
+    let name = name.to_ascii_lowercase().replace('-', "_");
+    matches!(
+        name.as_str(),
+        "key"
+            | "apikey"
+            | "api_key"
+            | "x_api_key"
+            | "token"
+            | "access_token"
+            | "auth"
+            | "authorization"
+            | "secret"
+            | "client_secret"
+            | "password"
+            | "pass"
+            | "sig"
+            | "signature"
+            | "subscription_key"
+            | "code"
+    ) || name.ends_with("_key")
+        || name.ends_with("_token")
+        || name.ends_with("_secret")
 }
 
 #[cfg(test)]
@@ -419,6 +459,22 @@ mod tests {
                 Protocol::AnthropicMessages
             ))
         );
+    }
+
+    #[test]
+    fn a_secret_in_the_base_url_query_is_refused_without_echoing_it() {
+        for url in [
+            "https://example.test/v1?api-key=sk-SECRET123",
+            "https://example.test/v1?key=sk-SECRET123",
+            "https://example.test/v1?foo=1&access_token=sk-SECRET123",
+            "https://example.test/v1?Subscription-Key=sk-SECRET123",
+        ] {
+            let error = normalise_base_url(url).expect_err(url).to_string();
+            assert!(!error.contains("SECRET123"), "{error}");
+            assert!(error.contains("API key variable"), "{error}");
+        }
+        // Parameters that hold no secret stay (Azure's api-version).
+        assert!(normalise_base_url("https://example.test/openai?api-version=2024-10-21").is_ok());
     }
 
     #[test]

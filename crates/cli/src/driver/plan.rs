@@ -373,6 +373,11 @@ fn plan_unit(
     };
     let mut cached = 0u64;
     let mut input_chars = 0u64;
+    // Two variants with the same chart (two interventions making the same
+    // edit) are one request: the second is served from the cache the
+    // first fills.
+    let mut requests: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut repeated = 0u64;
     for batch in variants.read_rows::<VariantRow>()? {
         for variant in batch? {
             if !variant.applicable
@@ -395,12 +400,16 @@ fn plan_unit(
                 cached += 1;
                 continue;
             }
+            if mode == Mode::SingleShot && !requests.insert(serde_json::to_string(&request)?) {
+                repeated += 1;
+                continue;
+            }
             input_chars += request_chars(&request);
         }
     }
     let new = unit.tuples.saturating_sub(unit.done);
     unit.cached = (mode == Mode::SingleShot && identity.is_some()).then_some(cached);
-    unit.calls = new.saturating_sub(cached) * calls_per_tuple;
+    unit.calls = new.saturating_sub(cached + repeated) * calls_per_tuple;
     // About four characters per token; an agent re-sends its context each step.
     unit.input_tokens = (input_chars / 4) * calls_per_tuple;
     unit.output_tokens = unit.calls * u64::from(subject.max_tokens);

@@ -461,3 +461,30 @@ async fn injected_refusals_and_truncations_carry_their_finish_reasons() {
     let empty = client.chat(&request).await.unwrap();
     assert_eq!(empty.response.text.as_deref(), Some(""));
 }
+
+#[tokio::test]
+async fn identical_requests_in_flight_at_once_make_one_call() {
+    // A slow server, so that every request is in flight together.
+    let server = server(ServerConfig {
+        latency: Duration::from_millis(150),
+        ..ServerConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cfeval_model::ResponseCache::open(dir.path(), false).unwrap();
+    let client = client_builder(openai_config(&server, "vllm/test-model", None))
+        .cache(cache)
+        .build()
+        .unwrap();
+    let same = ChatRequest::new(vec![Message::user("same chart")]);
+    let other = ChatRequest::new(vec![Message::user("another chart")]);
+    let requests = [same.clone(), same.clone(), same, other];
+    let done = join_all(requests.into_iter().map(|request| {
+        let client = client.clone();
+        async move { client.chat(&request).await.unwrap() }
+    }))
+    .await;
+    assert_eq!(server.requests(), 2, "one call per distinct request");
+    assert_eq!(done.iter().filter(|done| done.from_cache).count(), 2);
+    assert_eq!(done[0].response.text, done[1].response.text);
+}
