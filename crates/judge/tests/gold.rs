@@ -61,13 +61,16 @@ struct Edit {
     after: Option<String>,
 }
 
-fn gold_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/gold/judge-pairs")
+/// A gold set's folder under `tests/gold/`.
+fn gold_dir(set: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/gold")
+        .join(set)
 }
 
-fn records() -> Vec<Record> {
+fn records(set: &str) -> Vec<Record> {
     let mut records = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(gold_dir())
+    let mut files: Vec<PathBuf> = std::fs::read_dir(gold_dir(set))
         .expect("the gold folder")
         .map(|entry| entry.expect("entry").path())
         .filter(|path| path.extension().is_some_and(|extension| extension == "jsonl"))
@@ -197,12 +200,12 @@ struct Judged {
     rationale: String,
 }
 
-fn judge_all() -> Vec<Judged> {
+fn judge_all(set: &str) -> Vec<Judged> {
     let judge = RuleJudge::builtin().expect("rule judge");
     let catalog =
         Catalog::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog/oncology-v1.yaml"))
             .expect("catalog");
-    records()
+    records(set)
         .into_iter()
         .map(|record| {
             let intervention = catalog
@@ -329,10 +332,28 @@ impl Tally {
     }
 }
 
-#[test]
-fn rule_judge_agrees_with_the_clinician_gold_set() {
-    let judged = judge_all();
-    assert!(judged.len() >= 300, "the gold set has {} pairs", judged.len());
+/// A gold set scored: overall, per family and per style.
+struct Scored {
+    overall: Tally,
+    families: BTreeMap<String, Tally>,
+}
+
+fn line(name: &str, tally: &Tally) -> String {
+    format!(
+        "{name:<26} n={:>3} agreement={:.3} decided={:.3} abstained={:.3} kappa={:.3} label-kappa={:.3}",
+        tally.total,
+        tally.agreement(),
+        tally.decided_agreement(),
+        tally.abstention(),
+        tally.kappa(),
+        tally.label_kappa()
+    )
+}
+
+/// Scores the rule judge on a gold set and prints the report (every
+/// disagreement too with `CFEVAL_GOLD_REPORT`).
+fn score_set(set: &str) -> Scored {
+    let judged = judge_all(set);
     let mut overall = Tally::default();
     let mut families: BTreeMap<String, Tally> = BTreeMap::new();
     let mut styles: BTreeMap<String, Tally> = BTreeMap::new();
@@ -355,17 +376,7 @@ fn rule_judge_agrees_with_the_clinician_gold_set() {
             );
         }
     }
-    let line = |name: &str, tally: &Tally| {
-        format!(
-            "{name:<26} n={:>3} agreement={:.3} decided={:.3} abstained={:.3} kappa={:.3} label-kappa={:.3}",
-            tally.total,
-            tally.agreement(),
-            tally.decided_agreement(),
-            tally.abstention(),
-            tally.kappa(),
-            tally.label_kappa()
-        )
-    };
+    println!("{set}");
     println!("{}", line("overall", &overall));
     for (family, tally) in &families {
         println!("{}", line(&format!("family {family}"), tally));
@@ -376,6 +387,13 @@ fn rule_judge_agrees_with_the_clinician_gold_set() {
     for (style, tally) in &styles {
         println!("{}", line(&format!("style {style}"), tally));
     }
+    Scored { overall, families }
+}
+
+#[test]
+fn rule_judge_agrees_with_the_clinician_gold_set() {
+    let Scored { overall, families } = score_set("judge-pairs");
+    assert!(overall.total >= 300, "the gold set has {} pairs", overall.total);
     // Issue 13's goal, on the pairs the judge decides (an abstention goes
     // to a cascade's model judge): agreement >= 0.92 overall and >= 0.85 in
     // every family, kappa >= 0.85; and it abstains on at most 1 pair in 20.
@@ -388,6 +406,31 @@ fn rule_judge_agrees_with_the_clinician_gold_set() {
     assert!(overall.abstention() <= 0.05, "{}", line("overall", &overall));
     for (family, tally) in &families {
         assert!(tally.decided_agreement() >= 0.85, "{}", line(family, tally));
+    }
+}
+
+/// A second gold set, written after the reading rules by another hand and
+/// never read to write them: what the judge does on replies it was not
+/// tuned on. Its floors hold the figures measured when it was added (see
+/// BENCHMARKS.md) so that no change makes the judge worse on it.
+#[test]
+fn rule_judge_on_the_held_out_gold_set() {
+    let Scored { overall, families } = score_set("judge-pairs-heldout");
+    assert!(
+        overall.total >= 150,
+        "the held-out set has {} pairs",
+        overall.total
+    );
+    // Measured when the set was added: 0.862 decided, kappa 0.777 (stop
+    // 12's judge: 0.844, 0.746); families B and N 0.708.
+    assert!(
+        overall.decided_agreement() >= 0.86,
+        "{}",
+        line("overall", &overall)
+    );
+    assert!(overall.kappa() >= 0.77, "{}", line("overall", &overall));
+    for (family, tally) in &families {
+        assert!(tally.decided_agreement() >= 0.70, "{}", line(family, tally));
     }
 }
 
