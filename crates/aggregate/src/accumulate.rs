@@ -277,6 +277,8 @@ pub struct Accumulated {
     pub catalog_hashes: BTreeSet<String>,
     /// Prompt hashes seen per judge.
     pub prompts: BTreeMap<String, BTreeSet<String>>,
+    /// The prompt sets of each (subject, mode)'s responses.
+    pub prompt_sets: BTreeMap<(String, String), BTreeSet<String>>,
     /// Per series, per case: (sum, count).
     pub sums: HashMap<SeriesKey, HashMap<u32, (f64, f64)>>,
     /// CSS tuples: packed per-judge categories (4 bits per judge, 0 = none).
@@ -353,7 +355,7 @@ fn intern_cached(names: &mut Names, last: &mut Option<Last>, value: &str) -> u32
     id
 }
 
-const COLUMNS: [&str; 16] = [
+const COLUMNS: [&str; 17] = [
     "run",
     "judge",
     "subject",
@@ -368,6 +370,7 @@ const COLUMNS: [&str; 16] = [
     "score",
     "label",
     "prompt_hash",
+    "prompt_set",
     "changed",
     "status",
 ];
@@ -455,6 +458,7 @@ impl<'a> Accumulator<'a> {
         let metric = string_column(batch, "metric")?;
         let label = string_column(batch, "label")?;
         let prompt_hash = string_column(batch, "prompt_hash")?;
+        let prompt_set = string_column(batch, "prompt_set")?;
         let changed = bool_column(batch, "changed")?;
         let status = string_column(batch, "status")?;
         let finish_reason = match batch.column_by_name(FINISH_REASON) {
@@ -498,6 +502,21 @@ impl<'a> Accumulator<'a> {
             let control = self.out.is_control.get(subject_name).copied().unwrap_or(false);
             let mode_name = text(mode, row).unwrap_or_default();
             let mode_id = intern_cached(&mut self.out.modes, &mut self.last_mode, mode_name);
+            if let Some(set) = text(prompt_set, row) {
+                let key = (subject_name.to_string(), mode_name.to_string());
+                if self
+                    .out
+                    .prompt_sets
+                    .get(&key)
+                    .is_none_or(|sets| !sets.contains(set))
+                {
+                    self.out
+                        .prompt_sets
+                        .entry(key)
+                        .or_default()
+                        .insert(set.to_string());
+                }
+            }
             let intervention_name = text(intervention, row).unwrap_or_default();
             let intervention_id = intern_cached(
                 &mut self.out.interventions,

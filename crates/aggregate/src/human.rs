@@ -187,6 +187,7 @@ pub fn rows(
             ci_method: None,
             n_tuples: total,
             n_cases: 0,
+            prompt_set: None,
         });
     }
     for (judge, pairs) in pairs {
@@ -244,6 +245,7 @@ pub fn rows(
             ci_method: interval.map(|_| "percentile".into()),
             n_tuples: pairs.len() as u64,
             n_cases: 0,
+            prompt_set: None,
         };
         let agreeing = pairs.iter().filter(|(first, second)| first == second).count();
         rows.push(row("agreement", agreeing as f64 / pairs.len() as f64, None));
@@ -278,6 +280,7 @@ pub fn rows(
             ci_method: None,
             n_tuples: total,
             n_cases: 0,
+            prompt_set: None,
         });
     }
     rows

@@ -198,6 +198,10 @@ pub struct InferArgs {
     /// they were tried this many times.
     #[arg(long, default_value_t = cfeval_infer::DEFAULT_MAX_TRIES, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tries: u32,
+    /// The prompt set: `neutral` (no list of the facts a decision turns on)
+    /// or `cued` (names them and asks for the test a missing one needs).
+    #[arg(long, default_value = "neutral", value_parser = ["neutral", "cued"])]
+    pub prompt_set: String,
     /// The response cache (default: RUN/cache).
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,

@@ -42,6 +42,8 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         families: args.families.clone(),
         allow_mixed_catalogs: args.allow_mixed_catalogs,
         max_tries: args.max_tries,
+        prompts: cfeval_infer::Prompts::named(&args.prompt_set)
+            .ok_or_else(|| anyhow::anyhow!("unknown prompt set `{}`", args.prompt_set))?,
         ..Config::default()
     };
     let report = cfeval_infer::run(&config, subject, &args.run)?;

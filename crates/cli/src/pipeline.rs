@@ -114,6 +114,8 @@ pub struct SubjectPlan {
     pub max_tokens: u32,
     pub max_steps: u32,
     pub temperature: f64,
+    /// The prompt set (`neutral`, the default, or `cued`).
+    pub prompt_set: String,
 }
 
 impl SubjectPlan {
@@ -262,6 +264,7 @@ struct RawSubject {
     max_tokens: Option<Spanned<u32>>,
     max_steps: Option<Spanned<u32>>,
     temperature: Option<Spanned<f64>>,
+    prompt_set: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -954,6 +957,20 @@ impl Checker<'_> {
             max_tokens: self.at_least_one(raw.max_tokens.as_ref(), defaults.max_tokens, "max-tokens")?,
             max_steps: self.at_least_one(raw.max_steps.as_ref(), defaults.max_steps, "max-steps")?,
             temperature: self.temperature(raw.temperature.as_ref(), defaults.temperature)?,
+            prompt_set: match &raw.prompt_set {
+                None => cfeval_infer::Prompts::NEUTRAL.to_string(),
+                Some(set) if cfeval_infer::Prompts::named(set.get_ref()).is_some() => set.get_ref().clone(),
+                Some(set) => {
+                    return Err(self.spanned(
+                        set,
+                        format!(
+                            "prompt-set `{}` is not one of {}",
+                            set.get_ref(),
+                            cfeval_infer::Prompts::SETS.join(", ")
+                        ),
+                    ));
+                }
+            },
         })
     }
 

@@ -3,25 +3,34 @@
 
 use cfeval_schema::Section;
 
-/// The single-shot template; `{chart}` is replaced by the rendered chart,
-/// fenced ([`fenced_chart`]).
+/// The single-shot template of the default (`neutral`) prompt set; `{chart}`
+/// is replaced by the rendered chart, fenced ([`fenced_chart`]).
 pub const SINGLE_SHOT: &str = include_str!("../../../data/prompts/single_shot.md");
-/// The agent's system prompt.
+/// The agent's system prompt of the `neutral` set.
 pub const AGENT: &str = include_str!("../../../data/prompts/agent.md");
+/// The `cued` set: the same prompts naming the facts a decision turns on
+/// (cancer type, stage, biomarkers, surgery status, prior lines) and asking
+/// for the test a missing fact needs — which measures *cued* sensitivity.
+const CUED_SINGLE_SHOT: &str = include_str!("../../../data/prompts/cued/single_shot.md");
+const CUED_AGENT: &str = include_str!("../../../data/prompts/cued/agent.md");
 /// Appended to the agent's prompt for models without native tool calling.
 pub const AGENT_TEXT_PROTOCOL: &str = include_str!("../../../data/prompts/agent_text_protocol.md");
 
-/// The prompt templates a run uses.
+/// The prompt templates a run uses, and the name of their set (recorded in
+/// every response and score row).
 #[derive(Debug, Clone)]
 pub struct Prompts {
+    pub set: String,
     pub single_shot: String,
     pub agent: String,
     pub agent_text_protocol: String,
 }
 
 impl Default for Prompts {
+    /// The `neutral` set: no list of the facts that decide a plan.
     fn default() -> Self {
         Self {
+            set: Self::NEUTRAL.to_string(),
             single_shot: SINGLE_SHOT.to_string(),
             agent: AGENT.to_string(),
             agent_text_protocol: AGENT_TEXT_PROTOCOL.to_string(),
@@ -30,6 +39,25 @@ impl Default for Prompts {
 }
 
 impl Prompts {
+    /// The default set's name.
+    pub const NEUTRAL: &str = "neutral";
+    /// The names of the built-in sets.
+    pub const SETS: &[&str] = &["neutral", "cued"];
+
+    /// A built-in prompt set by name (`neutral`, `cued`).
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "neutral" => Some(Self::default()),
+            "cued" => Some(Self {
+                set: "cued".into(),
+                single_shot: CUED_SINGLE_SHOT.to_string(),
+                agent: CUED_AGENT.to_string(),
+                agent_text_protocol: AGENT_TEXT_PROTOCOL.to_string(),
+            }),
+            _ => None,
+        }
+    }
+
     /// Content hash of the templates a mode uses (recorded in every response).
     pub fn hash(&self, agent: bool) -> String {
         if agent {
@@ -84,6 +112,35 @@ pub fn extract_recommendation(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_neutral_set_names_no_decisive_fact_and_the_cued_one_does() {
+        let cues = [
+            "biomarker",
+            "stage",
+            "surgery",
+            "prior line",
+            "missing",
+            "test you would order",
+        ];
+        let neutral = Prompts::default();
+        assert_eq!(neutral.set, "neutral");
+        for template in [&neutral.single_shot, &neutral.agent] {
+            let lower = template.to_lowercase();
+            assert!(
+                cues.iter().all(|cue| !lower.contains(cue)),
+                "the neutral prompt cues a fact: {template}"
+            );
+        }
+        let cued = Prompts::named("cued").expect("cued");
+        assert!(
+            cues.iter()
+                .all(|cue| cued.single_shot.to_lowercase().contains(cue))
+        );
+        assert_ne!(neutral.hash(false), cued.hash(false));
+        assert!(Prompts::named("loud").is_none());
+        assert!(Prompts::SETS.iter().all(|name| Prompts::named(name).is_some()));
+    }
 
     #[test]
     fn extracts_the_last_recommendation() {

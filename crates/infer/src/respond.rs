@@ -87,8 +87,9 @@ fn base_row(
     subject: &Subject,
     mode: Mode,
     variant: &VariantRow,
-    prompt_hash: String,
+    prompts: &Prompts,
 ) -> ResponseRow {
+    let prompt_hash = prompts.hash(mode == Mode::Agent);
     let (backend, model) = match subject {
         Subject::Model { client, .. } => (client.identity().backend.clone(), client.identity().model.clone()),
         Subject::Control(control) => (
@@ -109,6 +110,7 @@ fn base_row(
         backend,
         model,
         prompt_hash,
+        prompt_set: prompts.set.clone(),
         request_hash: String::new(),
         temperature: 0.0,
         seed: None,
@@ -143,7 +145,7 @@ pub async fn respond(
     prompts: &Prompts,
     settings: &CallSettings,
 ) -> ResponseRow {
-    let mut row = base_row(run, subject, mode, variant, prompts.hash(mode == Mode::Agent));
+    let mut row = base_row(run, subject, mode, variant, prompts);
     row.temperature = settings.temperature;
     row.seed = settings.seed;
     match subject {

@@ -136,6 +136,7 @@ pub fn response(i: u64) -> ResponseRow {
         backend: "openai".into(),
         model: "gpt-5".into(),
         prompt_hash: "prompt".into(),
+        prompt_set: "neutral".into(),
         request_hash: format!("request-{i}"),
         temperature: 0.0,
         seed: Some(7),
@@ -203,6 +204,7 @@ pub fn judgment(i: u64) -> JudgmentRow {
         status: "ok".into(),
         error: None,
         prompt_hash: "prompt".into(),
+        prompt_set: Some("neutral".into()),
         changed: Some(i % 3 == 2),
         decisive_section_read: None,
         decided_by: Some("rule".into()),
@@ -228,6 +230,7 @@ pub fn score(i: u64) -> ScoreRow {
         ci_method: Some("percentile".into()),
         n_tuples: 224,
         n_cases: 224,
+        prompt_set: Some("neutral".into()),
     }
 }
 

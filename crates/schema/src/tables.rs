@@ -211,6 +211,9 @@ pub struct ResponseRow {
     pub model: String,
     /// Content hash of the prompt template.
     pub prompt_hash: String,
+    /// The prompt set (`neutral`, the default, or `cued`, which names the
+    /// facts a decision turns on).
+    pub prompt_set: String,
     /// Content hash of the full request (the cache key).
     pub request_hash: String,
     pub temperature: f64,
@@ -275,6 +278,8 @@ pub struct JudgmentRow {
     pub status: String,
     pub error: Option<String>,
     pub prompt_hash: String,
+    /// The prompt set the judged responses were made with.
+    pub prompt_set: Option<String>,
     /// Whether the recommendation moved between baseline and variant.
     pub changed: Option<bool>,
     /// For agents: whether the section the intervention edited was read.
@@ -313,4 +318,7 @@ pub struct ScoreRow {
     pub ci_method: Option<String>,
     pub n_tuples: u64,
     pub n_cases: u64,
+    /// The prompt set of the subject's responses (null for rows over
+    /// several subjects).
+    pub prompt_set: Option<String>,
 }

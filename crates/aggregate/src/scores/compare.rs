@@ -49,6 +49,7 @@ impl Context<'_> {
             ci_method: None,
             n_tuples,
             n_cases: 0,
+            prompt_set: None,
         }
     }
 }

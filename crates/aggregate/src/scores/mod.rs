@@ -273,6 +273,10 @@ pub fn estimate_rows(
                 ci_method: interval.map(|_| method.to_string()),
                 n_tuples,
                 n_cases,
+                prompt_set: accumulated
+                    .prompt_sets
+                    .get(&(spec.subject.clone(), spec.mode.clone()))
+                    .map(|sets| sets.iter().cloned().collect::<Vec<_>>().join("+")),
             });
         }
     }

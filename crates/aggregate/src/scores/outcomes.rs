@@ -53,6 +53,7 @@ pub fn outcome_rows(run: &str, accumulated: &Accumulated, css_families: &[String
                     ci_method: None,
                     n_tuples: outcomes.total(),
                     n_cases: 0,
+                    prompt_set: None,
                 });
             }
         }

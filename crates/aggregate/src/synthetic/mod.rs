@@ -139,6 +139,7 @@ impl Shape {
                 status: "ok".into(),
                 error: None,
                 prompt_hash: format!("prompt-{judge}"),
+                prompt_set: Some("neutral".into()),
                 changed: None,
                 decisive_section_read: None,
                 decided_by: Some(judge.to_string()),

@@ -286,6 +286,7 @@ pub fn infer_config(
         slice,
         families: run.families.clone(),
         max_tries: pipeline.max_tries,
+        prompts: cfeval_infer::Prompts::named(&subject.prompt_set).unwrap_or_default(),
         ..cfeval_infer::Config::default()
     }
 }

@@ -204,7 +204,6 @@ fn print_plan(
         }
     };
     let prices = PriceTable::bundled()?;
-    let prompts = Prompts::default();
     writeln!(
         out,
         "\ninfer: {:<32} {:<12} {:>8} {:>8} {:>10} {:>8} {:>12} {:>12} {:>10}",
@@ -213,6 +212,7 @@ fn print_plan(
     let mut total_calls = 0u64;
     let mut total_cost = 0.0;
     for subject in &pipeline.subjects {
+        let prompts = Prompts::named(&subject.prompt_set).unwrap_or_default();
         for run in &subject.runs {
             let key = (subject.name.clone(), run.mode.as_str().to_string());
             let unit = plan_unit(

@@ -655,6 +655,11 @@ const BAD_PIPELINES: &[(&str, &str, &str)] = &[
     ),
     (
         "name = \"control/reference\"",
+        "name = \"control/reference\"\nprompt-set = \"loud\"",
+        "prompt-set `loud` is not one of neutral, cued",
+    ),
+    (
+        "name = \"control/reference\"",
         "name = \"control/nonsense\"",
         "control/nonsense",
     ),

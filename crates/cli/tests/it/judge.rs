@@ -497,3 +497,87 @@ fn labels_sample_import_and_agreement_in_scores() {
         .sum();
     assert!((disputed - 1.0).abs() < 1e-9, "one label disputes a direction");
 }
+
+/// The neutral prompt set is the default and the cued one a named choice;
+/// the set is recorded in every response, judgment and subject score row.
+#[test]
+fn the_prompt_set_is_recorded_from_responses_to_scores() {
+    let server = BackgroundServer::start(ServerConfig::default()).expect("server");
+    let url = server.openai_base_url();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    prepare_run(dir.path(), &run, 6);
+    let env = [("OPENAI_API_KEY", "test-key")];
+    infer_served(&run, &url, &["A"], &env);
+    ok(
+        cfeval(&[
+            "infer",
+            "--run",
+            path(&run),
+            "--subject",
+            "control/reference",
+            "--family",
+            "A",
+            "--prompt-set",
+            "cued",
+        ]),
+        "infer cued",
+    );
+    // The cued prompt names the decisive facts; the neutral one does not.
+    let neutral_prompt = server.last_body().expect("a request")["messages"][0]["content"]
+        .as_str()
+        .expect("prompt")
+        .to_string();
+    let instructions = neutral_prompt.split("<chart").next().unwrap_or_default();
+    assert!(
+        !instructions.contains("biomarkers") && neutral_prompt.contains("<chart>"),
+        "{neutral_prompt}"
+    );
+    let refused = cfeval(&[
+        "infer",
+        "--run",
+        path(&run),
+        "--subject",
+        "control/reference",
+        "--prompt-set",
+        "loud",
+    ]);
+    assert!(!refused.status.success());
+    ok(
+        cfeval(&["judge", "--run", path(&run), "--judge", "rule"]),
+        "judge",
+    );
+    ok(cfeval(&["aggregate", "--run", path(&run)]), "aggregate");
+    let sets = |table: &str| -> std::collections::BTreeSet<(String, String)> {
+        let output = ok(
+            cfeval(&[
+                "show",
+                table,
+                "--run",
+                path(&run),
+                "--columns",
+                "subject,prompt_set",
+            ]),
+            "show",
+        );
+        output
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .map(|row| {
+                (
+                    row["subject"].as_str().unwrap_or_default().to_string(),
+                    row["prompt_set"].as_str().unwrap_or("null").to_string(),
+                )
+            })
+            .collect()
+    };
+    let expected: std::collections::BTreeSet<(String, String)> = [
+        ("control/reference".to_string(), "cued".to_string()),
+        ("openai/gpt-5.4".to_string(), "neutral".to_string()),
+    ]
+    .into();
+    assert_eq!(sets("responses"), expected);
+    assert_eq!(sets("judgments"), expected);
+    let scores = sets("scores");
+    assert!(scores.is_superset(&expected), "{scores:?}");
+}

@@ -107,6 +107,7 @@ fn response(
         backend: "test".into(),
         model: subject.into(),
         prompt_hash: "p".into(),
+        prompt_set: "neutral".into(),
         request_hash: "r".into(),
         temperature: 0.0,
         seed: None,

@@ -70,6 +70,7 @@ fn wrong_schema_shard_names_the_path() {
             ci_method: None,
             n_tuples: 1,
             n_cases: 1,
+            prompt_set: None,
         }])
         .expect("write");
     let entry = writer.finish().expect("finish").remove(0);
@@ -146,6 +147,7 @@ fn foreign_parquet_with_wrong_columns_is_refused() {
         ci_method: None,
         n_tuples: 1,
         n_cases: 1,
+        prompt_set: None,
     };
     writer.write_rows(&[row]).expect("write");
     let fake = writer.finish().expect("finish").remove(0);
