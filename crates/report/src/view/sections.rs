@@ -174,7 +174,15 @@ pub fn agreement(scores: &Scores<'_>) -> Agreement {
     let mut kappa = TableView::new(
         "Cohen's κ over the CSS tuples of the subjects under test both raters scored (0, ½, 1 \
          ordered, and updated in the wrong direction as its own category)",
-        &["Raters", "Group", "κ", "κ linear", "κ quadratic", "Tuples"],
+        &[
+            "Raters",
+            "Group",
+            "κ",
+            "Interval",
+            "κ linear",
+            "κ quadratic",
+            "Tuples",
+        ],
     );
     for row in scores.metric("kappa") {
         let weighted = |metric: &str| {
@@ -193,6 +201,10 @@ pub fn agreement(scores: &Scores<'_>) -> Agreement {
             Cell::text(&row.judge),
             Cell::text(&row.group),
             Cell::number(fixed(row.value, 3)),
+            Cell::number(match (row.ci_low, row.ci_high) {
+                (Some(low), Some(high)) => format!("{}–{}", fixed(low, 2), fixed(high, 2)),
+                _ => "—".to_string(),
+            }),
             Cell::number(weighted("kappa_linear")),
             Cell::number(weighted("kappa_quadratic")),
             Cell::number(row.n_tuples.to_string()),

@@ -113,7 +113,7 @@ fn markdown_carries_the_tables_blind_spots_and_provenance() {
     ));
     assert!(markdown.contains("| Subject | Other subject | Higher CMS | Higher CSS | P(swap) |"));
     assert!(markdown.contains("| Subject | A | B | C | D | E | N | Baseline (CMS) |"));
-    assert!(markdown.contains("| Raters | Group | κ | κ linear | κ quadratic | Tuples |"));
+    assert!(markdown.contains("| Raters | Group | κ | Interval | κ linear | κ quadratic | Tuples |"));
     assert!(markdown.contains("- **Catalog hash:** catalog-synthetic"));
     // Every table line has as many cells as its header.
     for block in markdown.split("\n\n").filter(|block| block.starts_with("| ")) {
