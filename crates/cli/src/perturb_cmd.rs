@@ -36,9 +36,14 @@ pub fn catalog(args: &CatalogArgs, out: &mut impl Write) -> anyhow::Result<()> {
                 )?;
                 return Ok(());
             }
+            // One write per diagnostic would be one system call per line
+            // on a line-buffered terminal: a large catalog's report is
+            // written buffered.
+            let mut buffered = std::io::BufWriter::new(out);
             for diagnostic in &diagnostics {
-                writeln!(out, "{}:{diagnostic}", file.display())?;
+                writeln!(buffered, "{}:{diagnostic}", file.display())?;
             }
+            buffered.flush()?;
             anyhow::bail!("catalog {} has {} error(s)", file.display(), diagnostics.len())
         }
     }
