@@ -41,6 +41,21 @@ impl ShardRef {
         format!("{MANIFEST_DIR}/{}", entry_name(&self.entry.file))
     }
 
+    /// A file that vanished between two looks at it (retired by another
+    /// writer) is a missing shard, not an I/O failure: a scan skips it once
+    /// its manifest entry is gone too.
+    fn missing_if_gone(&self, error: Error) -> Error {
+        match error {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::MissingShard {
+                    manifest: self.manifest.clone(),
+                    path: self.path.clone(),
+                }
+            }
+            other => other,
+        }
+    }
+
     fn damaged(&self, detail: impl std::fmt::Display) -> Error {
         Error::damaged(&self.path, detail.to_string())
     }
@@ -94,7 +109,7 @@ impl ShardRef {
         {
             return Ok(0);
         }
-        let hash = hash_file(&self.path)?;
+        let hash = hash_file(&self.path).map_err(|error| self.missing_if_gone(error))?;
         if hash != self.entry.blake3 {
             return Err(self.damaged(format!(
                 "BLAKE3 differs from its manifest entry {}",
@@ -338,7 +353,7 @@ fn open_checked(
         0
     };
     let path = &shard.path;
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = File::open(path).map_err(|e| shard.missing_if_gone(Error::io(path, e)))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|source| Error::ReadShard {
         path: path.to_path_buf(),
         source,
