@@ -194,8 +194,9 @@ fn params(settings: &CallSettings) -> ChatParams {
 
 fn account(row: &mut ResponseRow, completion: &cfeval_model::Completion) {
     row.attempts += completion.attempts;
-    row.input_tokens += completion.response.usage.input_tokens;
-    row.output_tokens += completion.response.usage.output_tokens;
+    // Replies retried as unusable were billed too.
+    row.input_tokens += completion.response.usage.input_tokens + completion.discarded_usage.input_tokens;
+    row.output_tokens += completion.response.usage.output_tokens + completion.discarded_usage.output_tokens;
     row.cost_usd += completion.cost_usd.unwrap_or(0.0);
     row.latency_ms += completion.latency.as_millis() as u64;
     row.finish_reason = finish_reason(&completion.response);
@@ -210,6 +211,9 @@ fn finish_reason(response: &ChatResponse) -> Option<String> {
 /// recommendation) or `error`.
 fn record_failure(row: &mut ResponseRow, failure: &CallFailure) {
     row.attempts += failure.attempts;
+    row.input_tokens += failure.discarded_usage.input_tokens;
+    row.output_tokens += failure.discarded_usage.output_tokens;
+    row.cost_usd += failure.discarded_cost_usd.unwrap_or(0.0);
     row.latency_ms += failure.latency.as_millis() as u64;
     row.error = Some(failure.error.full_message());
     row.recommendation = None;

@@ -17,7 +17,7 @@ use crate::limit::{ConcurrencyLimiter, Limits, Signal, TokenBucket};
 use crate::price::{Price, PriceTable};
 use crate::retry::{Jitter, retry_delay};
 use crate::subject::BackendConfig;
-use crate::types::{ChatRequest, ChatResponse};
+use crate::types::{ChatRequest, ChatResponse, Usage};
 
 /// Output tokens assumed for the tokens-per-minute reservation when a request sets no
 /// `max_tokens` (corrected by the real usage afterwards).
@@ -34,8 +34,12 @@ pub struct Completion {
     pub attempts: u32,
     /// Time from the first admission to the answer (zero when from the cache).
     pub latency: Duration,
-    /// What the response cost when it was made (the price table's rate × its usage).
+    /// What the response cost when it was made (the price table's rate × its
+    /// usage), with the replies retried as unusable before it.
     pub cost_usd: Option<f64>,
+    /// Tokens of the replies the caller's check refused before this one
+    /// (spent, billed, and not in `response.usage`).
+    pub discarded_usage: Usage,
 }
 
 /// What a caller's [`ReplyCheck`] says of a reply it cannot use.
@@ -57,6 +61,10 @@ pub struct CallFailure {
     pub error: Error,
     pub attempts: u32,
     pub latency: Duration,
+    /// Tokens of the replies the caller's check refused (spent all the same).
+    pub discarded_usage: Usage,
+    /// Their cost at the price table's rate.
+    pub discarded_cost_usd: Option<f64>,
 }
 
 /// Counters over the life of a client (all clones together).
@@ -329,6 +337,8 @@ impl ModelClient {
             error,
             attempts: 0,
             latency: Duration::ZERO,
+            discarded_usage: Usage::default(),
+            discarded_cost_usd: None,
         };
         let key = self.cache_key(request).map_err(not_started)?;
         // With a cache, identical requests in flight at once make one call:
@@ -353,13 +363,30 @@ impl ModelClient {
                         attempts: 0,
                         latency: Duration::ZERO,
                         cost_usd,
+                        discarded_usage: Usage::default(),
                     });
                 }
                 Ok(None) => {}
                 Err(err) => tracing::warn!(error = %err, "response cache unreadable; calling the model"),
             }
         }
-        let (result, attempts, latency) = self.call_with_retries(request, check).await;
+        let (result, attempts, latency, discarded) = self.call_with_retries(request, check).await;
+        // Unusable replies were made and billed: counted like any other.
+        let discarded_cost = inner.price.map(|price| price.cost(&discarded));
+        inner
+            .counters
+            .input_tokens
+            .fetch_add(discarded.input_tokens, Ordering::Relaxed);
+        inner
+            .counters
+            .output_tokens
+            .fetch_add(discarded.output_tokens, Ordering::Relaxed);
+        if let Some(cost) = discarded_cost {
+            inner
+                .counters
+                .cost_nano_usd
+                .fetch_add((cost * 1e9).round() as u64, Ordering::Relaxed);
+        }
         let identity = self.identity();
         let outcome = match &result {
             Ok(response) => {
@@ -407,6 +434,8 @@ impl ModelClient {
                     error,
                     attempts,
                     latency,
+                    discarded_usage: discarded,
+                    discarded_cost_usd: discarded_cost,
                 });
             }
         }
@@ -414,8 +443,12 @@ impl ModelClient {
             error,
             attempts,
             latency,
+            discarded_usage: discarded,
+            discarded_cost_usd: discarded_cost,
         })?;
-        let cost_usd = inner.price.map(|price| price.cost(&response.usage));
+        let cost_usd = inner
+            .price
+            .map(|price| price.cost(&response.usage) + discarded_cost.unwrap_or(0.0));
         Ok(Completion {
             response,
             cache_key: key,
@@ -423,6 +456,7 @@ impl ModelClient {
             attempts,
             latency,
             cost_usd,
+            discarded_usage: discarded,
         })
     }
 
@@ -431,7 +465,7 @@ impl ModelClient {
         &self,
         request: &ChatRequest,
         check: Option<&ReplyCheck>,
-    ) -> (Result<ChatResponse>, u32, Duration) {
+    ) -> (Result<ChatResponse>, u32, Duration, Usage) {
         let inner = &self.inner;
         let limits = &inner.limits;
         let endpoint = self.identity().subject.clone();
@@ -444,6 +478,7 @@ impl ModelClient {
         let total = limits.total_timeout();
         let mut started: Option<Instant> = None;
         let mut attempts = 0u32;
+        let mut discarded = Usage::default();
         loop {
             let permit = inner.concurrency.acquire().await;
             let start = *started.get_or_insert_with(Instant::now);
@@ -461,7 +496,7 @@ impl ModelClient {
                     after: start.elapsed(),
                     last: "no attempt could start in time".into(),
                 };
-                return (Err(err), attempts, start.elapsed());
+                return (Err(err), attempts, start.elapsed(), discarded);
             }
             attempts += 1;
             inner.counters.attempts.fetch_add(1, Ordering::Relaxed);
@@ -480,13 +515,16 @@ impl ModelClient {
                         bucket.adjust(estimated_tokens as f64 - response.usage.total() as f64);
                     }
                     match check.map_or(Ok(()), |check| check(&response)) {
-                        Ok(()) => return (Ok(response), attempts, start.elapsed()),
-                        Err(Unusable { status, detail }) => Error::Unusable {
-                            endpoint: endpoint.clone(),
-                            status,
-                            detail,
-                            response: Box::new(response),
-                        },
+                        Ok(()) => return (Ok(response), attempts, start.elapsed(), discarded),
+                        Err(Unusable { status, detail }) => {
+                            discarded.add(&response.usage);
+                            Error::Unusable {
+                                endpoint: endpoint.clone(),
+                                status,
+                                detail,
+                                response: Box::new(response),
+                            }
+                        }
                     }
                 }
                 Err(err) => {
@@ -505,7 +543,7 @@ impl ModelClient {
             };
             tracing::debug!(subject = %endpoint, attempt = attempts, error = %err, "attempt failed");
             if !err.is_retryable() {
-                return (Err(err), attempts, start.elapsed());
+                return (Err(err), attempts, start.elapsed(), discarded);
             }
             if attempts >= limits.max_attempts {
                 let err = Error::RetriesExhausted {
@@ -513,16 +551,21 @@ impl ModelClient {
                     attempts,
                     last: Box::new(err),
                 };
-                return (Err(err), attempts, start.elapsed());
+                return (Err(err), attempts, start.elapsed(), discarded);
             }
             let delay = retry_delay(limits, attempts, err.retry_after(), &mut jitter);
             if start.elapsed() + delay >= total {
+                // No time left to retry an unusable reply: the row keeps the
+                // reply's own status, not a generic timeout.
+                if err.unusable().is_some() {
+                    return (Err(err), attempts, start.elapsed(), discarded);
+                }
                 let err = Error::TotalTimeout {
                     endpoint,
                     after: start.elapsed(),
                     last: err.full_message(),
                 };
-                return (Err(err), attempts, start.elapsed());
+                return (Err(err), attempts, start.elapsed(), discarded);
             }
             inner.counters.retries.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(delay).await;

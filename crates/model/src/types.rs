@@ -219,6 +219,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds `other`'s tokens to these.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+    }
+
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens
     }

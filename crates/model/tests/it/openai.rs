@@ -408,6 +408,13 @@ async fn unusable_replies_are_retried_never_cached_and_attempts_are_true() {
     let done = client.chat_checked(&request, None, Some(&usable)).await.unwrap();
     assert_eq!(done.response.text.as_deref(), Some("[test-model] plan?"));
     assert_eq!((done.attempts, done.from_cache), (3, false));
+    // The two refused replies were billed: their tokens are counted, apart
+    // from the answer's own, and in the client's totals.
+    assert!(done.discarded_usage.input_tokens >= 2 * done.response.usage.input_tokens);
+    assert_eq!(
+        client.stats().input_tokens,
+        done.response.usage.input_tokens + done.discarded_usage.input_tokens
+    );
     // The good reply was cached, so the next call is served from it.
     let again = client.chat_checked(&request, None, Some(&usable)).await.unwrap();
     assert!(again.from_cache);
@@ -421,6 +428,7 @@ async fn unusable_replies_are_retried_never_cached_and_attempts_are_true() {
         .await
         .unwrap_err();
     assert_eq!(failure.attempts, 6);
+    assert!(failure.discarded_usage.input_tokens > 0, "six billed replies");
     assert!(
         failure.error.to_string().contains("after 6 attempts"),
         "{}",
