@@ -543,7 +543,15 @@ fn forward(
                 && (tokens.lower(index - 1) == "<"
                     || (index > 1 && tokens.lower(index - 1) == "than" && tokens.lower(index - 2) == "less"));
             let mut end = index + 1;
-            if tokens.lower(end) == "." {
+            // A decimal (`1.5`) is read on; a full stop ending the
+            // sentence (`CPS 15.`) is not part of the number.
+            if tokens.lower(end) == "."
+                && end + 1 < tokens.len()
+                && tokens
+                    .lower(end + 1)
+                    .chars()
+                    .all(|character| character.is_ascii_digit())
+            {
                 end += 2;
             }
             if marker == "HER2" && tokens.lower(end) == "+" && value <= 3.0 {
@@ -795,5 +803,23 @@ mod tests {
                 ("negative", Some("TPS <1%"))
             ]
         );
+    }
+
+    #[test]
+    fn a_number_that_ends_a_sentence_or_the_text_is_read_without_a_panic() {
+        for text in [
+            "PD-L1 CPS 15.",
+            "Plan: chemoradiation. PD-L1 CPS 15.",
+            "ER 90.",
+            "PD-L1 TPS 1.5% and CPS 15.",
+        ] {
+            let facts = crate::extract::extract_facts(text, &crate::extract::sections::split(text));
+            assert!(
+                facts
+                    .iter()
+                    .any(|fact| fact.kind == "biomarker" && fact.value == "positive"),
+                "{text}: {facts:?}"
+            );
+        }
     }
 }
