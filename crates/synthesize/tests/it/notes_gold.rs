@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use cfeval_schema::Fact;
-use cfeval_synthesize::extract::{extract_facts, sections};
+use cfeval_synthesize::extract::{extract_facts, sections, verify_fact};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -237,3 +237,33 @@ fn notes_gold_precision_and_recall_per_fact_kind() {
 /// far from issue 15's goal; raise these as the extractor improves.
 const RECALL_FLOOR: f64 = 0.48;
 const PRECISION_FLOOR: f64 = 0.85;
+
+/// No panic on any cut of a real note: every prefix (at every 5th character
+/// boundary) of every note, as an editor or a broken export would leave it,
+/// is read, and every fact it gives still points at its own text.
+#[test]
+fn every_cut_of_every_note_is_read_without_a_panic() {
+    let mut cuts = 0;
+    for note in notes() {
+        let ends: Vec<usize> = note
+            .text
+            .char_indices()
+            .map(|(index, _)| index)
+            .chain([note.text.len()])
+            .step_by(5)
+            .collect();
+        for end in ends {
+            let text = &note.text[..end];
+            let facts = extract_facts(text, &sections::split(text));
+            for fact in &facts {
+                assert!(
+                    verify_fact(text, fact).is_ok(),
+                    "{} cut at {end}: {fact:?}",
+                    note.id
+                );
+            }
+            cuts += 1;
+        }
+    }
+    assert!(cuts > 10_000, "{cuts} cuts");
+}
