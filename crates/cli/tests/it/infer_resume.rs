@@ -335,3 +335,107 @@ fn no_api_key_reaches_the_run_folder_rows_report_or_logs() {
         assert!(!seen.contains(key), "a key is in the report or the logs");
     }
 }
+
+/// A rerun that retries errored rows rewrites the shards that hold them
+/// (a replacing shard, then the old ones retired), chunk by chunk (256
+/// rows). Killed at random moments, before and after a chunk's rewrite, and
+/// resumed each time, the table never shows a tuple
+/// twice or loses one, and the final rows equal an uninterrupted run's.
+#[test]
+fn sigkilled_retries_of_errored_rows_never_lose_or_double_a_row() {
+    let config = ServerConfig {
+        latency: Duration::from_millis(5),
+        ..ServerConfig::default()
+    };
+    let subject = "vllm/resume-model";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clean_server = BackgroundServer::start(config.clone()).expect("server");
+    let clean_run = dir.path().join("clean");
+    write_variants(&clean_run, 640);
+    succeeded(
+        infer_command(&clean_run, subject, &clean_server.openai_base_url(), &[])
+            .output()
+            .expect("run cfeval"),
+        "clean infer",
+    );
+    let clean = answers(&read_responses(&clean_run));
+
+    // Every call of the first run is refused (a terminal 400): every row is an error.
+    let server = BackgroundServer::start(config).expect("server");
+    let url = server.openai_base_url();
+    let run = dir.path().join("retried");
+    write_variants(&run, 640);
+    server.script(std::iter::repeat_n(
+        cfeval_model::testing::Fault::BadRequest,
+        clean.len(),
+    ));
+    let first = infer_command(&run, subject, &url, &[])
+        .args(["--max-tries", "50"])
+        .output()
+        .expect("run");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let rows = read_responses(&run);
+    assert_eq!(rows.len(), clean.len());
+    assert!(
+        rows.iter().all(|row| row.status == "error"),
+        "every first answer failed"
+    );
+
+    // Reruns retry them, killed mid-way; after every kill each tuple has exactly one row.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rewritten = 0;
+    for trial in 0..8 {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        // Anywhere in the run: in the first chunk of 256 retries, or after
+        // its rewrite was committed, in the next.
+        let new_requests = 40 + (state >> 33) % 100;
+        let mut child = infer_command(&run, subject, &url, &[])
+            .args(["--max-tries", "50"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn cfeval infer");
+        let killed = wait_for_requests(&server, server.requests() + new_requests, &mut child);
+        if killed {
+            child.kill().expect("SIGKILL");
+        }
+        child.wait().expect("reap");
+        let rows = read_responses(&run);
+        let variants: BTreeSet<&str> = rows.iter().map(|row| row.variant_id.as_str()).collect();
+        assert_eq!(
+            (rows.len(), variants.len()),
+            (clean.len(), clean.len()),
+            "trial {trial}: one row per tuple, none lost"
+        );
+        let ok = rows.iter().filter(|row| row.status == "ok").count();
+        eprintln!(
+            "trial {trial}: killed after {new_requests} new requests, {ok} of {} rows ok",
+            rows.len()
+        );
+        rewritten += usize::from(ok > 0);
+    }
+    assert!(rewritten > 0, "no kill came after a chunk's rewrite");
+    succeeded(
+        infer_command(&run, subject, &url, &[])
+            .args(["--max-tries", "50"])
+            .output()
+            .expect("run cfeval"),
+        "resumed infer",
+    );
+    let rows = read_responses(&run);
+    assert!(
+        rows.iter().all(|row| row.status == "ok" && row.tries >= 2),
+        "every row retried to ok"
+    );
+    assert_eq!(
+        answers(&rows),
+        clean,
+        "the retried rows equal the uninterrupted run's"
+    );
+}
