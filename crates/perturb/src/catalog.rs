@@ -341,6 +341,108 @@ impl Catalog {
     }
 }
 
+/// The interventions after a split point (see [`parse_raw`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTail {
+    #[serde(with = "serde_norway::with::singleton_map_recursive")]
+    interventions: Vec<Intervention>,
+}
+
+/// From this size on, a catalog is parsed in two halves at once: the YAML
+/// parser is nearly all the time a large catalog takes to check.
+const SPLIT_PARSE_BYTES: usize = 1 << 20;
+
+/// Parses the catalog's YAML. A large catalog whose `interventions` list is
+/// its last top-level key (and that uses no anchors, aliases or document
+/// markers) is cut at the list item nearest its middle and the halves are
+/// parsed on two threads; the second half is padded with blank lines so
+/// that every error keeps the line and column it has in the file, and the
+/// first half's error wins as the file's first error would.
+fn parse_raw(source: &str) -> std::result::Result<RawCatalog, serde_norway::Error> {
+    let Some(split) = split_point(source) else {
+        return serde_norway::from_str(source);
+    };
+    let (head, tail) = source.split_at(split);
+    let lines_before = head.matches('\n').count();
+    let padded = format!(
+        "{}interventions:\n{tail}",
+        "\n".repeat(lines_before.saturating_sub(1))
+    );
+    let (first, second) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| serde_norway::from_str::<RawTail>(&padded));
+        (serde_norway::from_str::<RawCatalog>(head), second.join())
+    });
+    let mut raw = first?;
+    match second {
+        Ok(tail) => raw.interventions.extend(tail?.interventions),
+        // A parser thread that panicked: read the whole file as one.
+        Err(_) => return serde_norway::from_str(source),
+    }
+    Ok(raw)
+}
+
+/// Where [`parse_raw`] may cut a large catalog: the start of the first
+/// `interventions` item at or after the middle; `None` when the file is
+/// small or its shape is not the plain one the cut needs.
+fn split_point(source: &str) -> Option<usize> {
+    if source.len() < SPLIT_PARSE_BYTES {
+        return None;
+    }
+    let mut offset = 0;
+    let mut list_start = None;
+    let mut item_indent = None;
+    let mut candidate = None;
+    for line in source.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let content = line.trim_end();
+        let trimmed = content.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        // Anchors, aliases, tags and document markers can tie the halves.
+        if content.starts_with("---")
+            || content.starts_with("...")
+            || trimmed.starts_with('&')
+            || trimmed.starts_with('*')
+            || trimmed.starts_with('!')
+            || content.contains(": &")
+            || content.contains(": *")
+            || content.contains(": !")
+            || content.contains("- &")
+            || content.contains("- *")
+        {
+            return None;
+        }
+        let indent = content.len() - trimmed.len();
+        match list_start {
+            None => {
+                if indent == 0 && content.trim_end() == "interventions:" {
+                    list_start = Some(start);
+                }
+            }
+            Some(_) => {
+                let is_item = trimmed.starts_with("- ") || trimmed == "-";
+                match item_indent {
+                    None if is_item => item_indent = Some(indent),
+                    None => return None,
+                    Some(item) if indent < item || (indent == item && !is_item) => {
+                        // Another top-level key after the list.
+                        return None;
+                    }
+                    Some(item) => {
+                        if indent == item && is_item && candidate.is_none() && start >= source.len() / 2 {
+                            candidate = Some(start);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    candidate
+}
+
 /// The catalog's text and raw form, once its syntax and rules are checked.
 fn parse(bytes: &[u8]) -> std::result::Result<(&str, RawCatalog), Vec<Diagnostic>> {
     let source = std::str::from_utf8(bytes).map_err(|error| {
@@ -351,7 +453,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<(&str, RawCatalog), Vec<Diagnostic
             message: "the catalog is not valid UTF-8".into(),
         }]
     })?;
-    let raw: RawCatalog = serde_norway::from_str(source).map_err(|error| vec![yaml_diagnostic(&error)])?;
+    let raw = parse_raw(source).map_err(|error| vec![yaml_diagnostic(&error)])?;
     let diagnostics = validate(source, &raw);
     if !diagnostics.is_empty() {
         return Err(diagnostics);
@@ -1026,6 +1128,57 @@ fn check_expected(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shipped catalog with copies of its interventions appended until it
+    /// passes the split size.
+    fn large_catalog() -> String {
+        let text = include_str!("../../../data/catalog/oncology-v1.yaml");
+        let list = text.find("interventions:\n").expect("list") + "interventions:\n".len();
+        let items = &text[list..];
+        let mut out = text.to_string();
+        let mut copy = 0;
+        while out.len() < 2 * SPLIT_PARSE_BYTES {
+            copy += 1;
+            out.push_str(&items.replace("  - id: ", &format!("  - id: X{copy}")));
+        }
+        out
+    }
+
+    #[test]
+    fn a_large_catalog_parsed_in_halves_equals_it_parsed_whole() {
+        let text = large_catalog();
+        let cut = split_point(&text).expect("a large plain catalog is cut");
+        assert!(text[cut..].starts_with("  - id: "), "{}", &text[cut..cut + 20]);
+        let halves = parse_raw(&text).expect("parses");
+        let whole: RawCatalog = serde_norway::from_str(&text).expect("parses");
+        assert_eq!(halves.interventions, whole.interventions);
+        assert_eq!((halves.catalog, halves.version), (whole.catalog, whole.version));
+        // Small, anchored or with a key after the list: read whole.
+        assert_eq!(
+            split_point(include_str!("../../../data/catalog/oncology-v1.yaml")),
+            None
+        );
+        assert_eq!(split_point(&format!("{text}\nextra: 1\n")), None);
+        assert_eq!(split_point(&text.replacen("family: A", "family: &f A", 1)), None);
+    }
+
+    #[test]
+    fn an_error_in_either_half_keeps_its_line_and_column() {
+        let text = large_catalog();
+        let cut = split_point(&text).expect("cut");
+        for at in [cut / 2, cut + (text.len() - cut) / 2] {
+            let line_start = text[..at].rfind("\n    family:").expect("a family line") + 1;
+            let broken = format!("{}    family: [A\n{}", &text[..line_start], &text[line_start..]);
+            let whole = serde_norway::from_str::<RawCatalog>(&broken).expect_err("broken");
+            let halves = parse_raw(&broken).expect_err("broken");
+            let place = |error: &serde_norway::Error| {
+                error
+                    .location()
+                    .map(|location| (location.line(), location.column()))
+            };
+            assert_eq!(place(&halves), place(&whole), "{halves} / {whole}");
+        }
+    }
 
     #[test]
     fn positions_are_one_based() {
