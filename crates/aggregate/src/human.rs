@@ -20,6 +20,7 @@ use cfeval_schema::ScoreRow;
 
 use crate::accumulate::{Accumulated, TupleKey};
 use crate::error::{Error, Result};
+use crate::scores::compare::with_interval;
 use crate::scores::kappa_rows;
 use crate::stats::kappa::{Weights, css_category, css_label_category};
 use crate::stats::{self, Rng};
@@ -172,23 +173,14 @@ pub fn rows(
             None => ("human".to_string(), "human_failure_rate"),
             Some(id) => (accumulated.judges.name(id).to_string(), "judge_failure_rate"),
         };
-        rows.push(ScoreRow {
-            run: run.to_string(),
-            subject: "all".into(),
-            is_control: false,
-            mode: "all".into(),
-            judge: judge_name,
-            metric: metric.into(),
-            level: "family".into(),
-            group: family,
-            value: failed as f64 / total as f64,
-            ci_low: None,
-            ci_high: None,
-            ci_method: None,
-            n_tuples: total,
-            n_cases: 0,
-            prompt_set: None,
-        });
+        rows.push(pooled_row(
+            run,
+            &judge_name,
+            metric,
+            ("family", &family),
+            failed as f64 / total as f64,
+            total,
+        ));
     }
     for (judge, pairs) in pairs {
         rows.extend(kappa_rows(
@@ -230,30 +222,17 @@ pub fn rows(
     // labels, and κ with its interval where κ is defined (it is not when
     // every label is one category).
     for ((judge, group), pairs) in &family_pairs {
-        let row = |metric: &str, value: f64, interval: Option<(f64, f64)>| ScoreRow {
-            run: run.to_string(),
-            subject: "all".into(),
-            is_control: false,
-            mode: "all".into(),
-            judge: judge.clone(),
-            metric: metric.into(),
-            level: if group == "all" { "all" } else { "family" }.into(),
-            group: group.clone(),
-            value,
-            ci_low: interval.map(|(low, _)| low),
-            ci_high: interval.map(|(_, high)| high),
-            ci_method: interval.map(|_| "percentile".into()),
-            n_tuples: pairs.len() as u64,
-            n_cases: 0,
-            prompt_set: None,
+        let level = if group == "all" { "all" } else { "family" };
+        let row = |metric: &str, value: f64| {
+            pooled_row(run, judge, metric, (level, group), value, pairs.len() as u64)
         };
         let agreeing = pairs.iter().filter(|(first, second)| first == second).count();
-        rows.push(row("agreement", agreeing as f64 / pairs.len() as f64, None));
+        rows.push(row("agreement", agreeing as f64 / pairs.len() as f64));
         if let Some(kappa) = stats::css_kappa(pairs, Weights::None) {
-            rows.push(row(
-                "kappa",
-                kappa,
+            rows.push(with_interval(
+                row("kappa", kappa),
                 kappa_interval(pairs, options, &format!("{judge}/{group}")),
+                "percentile",
             ));
         }
     }
@@ -265,25 +244,45 @@ pub fn rows(
         cell.1 += 1;
     }
     for (intervention, (wrong, total)) in disputed {
-        rows.push(ScoreRow {
-            run: run.to_string(),
-            subject: "all".into(),
-            is_control: false,
-            mode: "all".into(),
-            judge: "human".into(),
-            metric: "direction_disputed_rate".into(),
-            level: "intervention".into(),
-            group: intervention.to_string(),
-            value: wrong as f64 / total as f64,
-            ci_low: None,
-            ci_high: None,
-            ci_method: None,
-            n_tuples: total,
-            n_cases: 0,
-            prompt_set: None,
-        });
+        rows.push(pooled_row(
+            run,
+            "human",
+            "direction_disputed_rate",
+            ("intervention", intervention),
+            wrong as f64 / total as f64,
+            total,
+        ));
     }
     rows
+}
+
+/// A row over every subject and mode (the human-label rows pool them), at
+/// `(level, group)`, without an interval.
+fn pooled_row(
+    run: &str,
+    judge: &str,
+    metric: &str,
+    (level, group): (&str, &str),
+    value: f64,
+    n_tuples: u64,
+) -> ScoreRow {
+    ScoreRow {
+        run: run.to_string(),
+        subject: "all".into(),
+        is_control: false,
+        mode: "all".into(),
+        judge: judge.to_string(),
+        metric: metric.to_string(),
+        level: level.to_string(),
+        group: group.to_string(),
+        value,
+        ci_low: None,
+        ci_high: None,
+        ci_method: None,
+        n_tuples,
+        n_cases: 0,
+        prompt_set: None,
+    }
 }
 
 /// A percentile bootstrap interval of κ over `pairs` (items resampled with

@@ -106,10 +106,21 @@ fn sample(args: &LabelsSampleArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let variants = open_table::<VariantRow>(&args.run)?;
     let responses = open_table::<ResponseRow>(&args.run)?;
-    // Variants that change a fact, by id; each case's baseline.
+    // Variants that change a fact, by id; each case's baseline. Only these
+    // columns: the charts are read below for the sampled items alone.
+    #[derive(Deserialize)]
+    struct Entry {
+        case_id: String,
+        variant_id: String,
+        intervention: String,
+        family: String,
+        applicable: bool,
+    }
     let mut changed: HashMap<String, (String, String, String)> = HashMap::new();
     let mut baselines: HashMap<String, String> = HashMap::new();
-    for batch in variants.read_rows::<VariantRow>()? {
+    for batch in
+        variants.read_columns::<Entry>(&["case_id", "variant_id", "intervention", "family", "applicable"])?
+    {
         for variant in batch? {
             if variant.family == "baseline" {
                 baselines.insert(variant.case_id.clone(), variant.variant_id.clone());

@@ -789,13 +789,13 @@ impl Ontology {
     pub fn mentions(&self, text: &str, kind: &str) -> BTreeSet<String> {
         let mut found = BTreeSet::new();
         for clause in clauses(text) {
-            let tokens = words(&clause);
+            // Context needs the clause's punctuation (`,` `:` `(` `)`); a
+            // stage numeral is read from the words alone (`cT4aN2M0 (III)`).
+            let tokens = tokens(&clause);
             match kind {
-                "biomarker" => {
-                    found.extend(self.biomarker_mentions(&crate::reading::context::tokens(&clause)))
-                }
-                "stage" => found.extend(stage_mentions(&self.mention_vocabulary, &tokens)),
-                "surgery" => found.extend(self.surgery_mentions(&clause)),
+                "biomarker" => found.extend(self.biomarker_mentions(&tokens)),
+                "stage" => found.extend(stage_mentions(&self.mention_vocabulary, &words(&clause))),
+                "surgery" => found.extend(self.surgery_mentions(&tokens)),
                 _ => {}
             }
             if kind != "biomarker"
@@ -803,7 +803,6 @@ impl Ontology {
             {
                 // A fact named as a contingency or hypothesis ("lorlatinib
                 // reserved for PD") is not stated.
-                let tokens = crate::reading::context::tokens(&clause);
                 let hits = set.find(&tokens);
                 let spans: Vec<(usize, usize)> = hits.iter().map(|(start, end, _)| (*start, *end)).collect();
                 let statuses = self.context.classify(&tokens, &spans, &spans);
@@ -877,11 +876,10 @@ impl Ontology {
     /// A surgical procedure named as history (`s/p esophagectomy`) is
     /// `resected`, one negated (`esophagectomy NOT done`, `no surgery`) is
     /// `unresected`.
-    fn surgery_mentions(&self, clause: &str) -> Vec<String> {
-        let tokens = tokens(clause);
-        let found = self.treatments.find(&tokens);
+    fn surgery_mentions(&self, tokens: &[String]) -> Vec<String> {
+        let found = self.treatments.find(tokens);
         let items: Vec<(usize, usize)> = found.iter().map(|(start, end, _)| (*start, *end)).collect();
-        let statuses = self.context.classify(&tokens, &items, &items);
+        let statuses = self.context.classify(tokens, &items, &items);
         found
             .iter()
             .zip(statuses)
@@ -896,7 +894,7 @@ impl Ontology {
                 match status {
                     Status::Negated => Some("unresected".to_string()),
                     Status::Historical => Some("resected".to_string()),
-                    Status::Planned if self.time_reference(&tokens, *start, &classes) => {
+                    Status::Planned if self.time_reference(tokens, *start, &classes) => {
                         Some("resected".to_string())
                     }
                     _ => None,

@@ -54,7 +54,8 @@ impl Context<'_> {
     }
 }
 
-fn with_interval(mut row: ScoreRow, interval: Option<(f64, f64)>, method: &str) -> ScoreRow {
+/// `row` with `interval` (when there is one) as its `method` interval.
+pub(crate) fn with_interval(mut row: ScoreRow, interval: Option<(f64, f64)>, method: &str) -> ScoreRow {
     if let Some((low, high)) = interval {
         row.ci_low = Some(low);
         row.ci_high = Some(high);

@@ -86,39 +86,28 @@ fn succeeded(output: Output, what: &str) -> String {
 /// Every table's rows as sorted JSON lines, without the per-call
 /// bookkeeping that differs between a clean and a resumed call (latency,
 /// attempts, whether the answer came from the response cache).
-/// Applicable variants, baselines included: the tuples of a subject.
-fn applicable_variants(run: &Path) -> u64 {
+/// Applicable variants (baselines included: a subject's tuples) and how
+/// many distinct charts they hold (the requests a single-shot subject makes).
+fn chart_counts(run: &Path) -> (u64, u64) {
     let store = cfeval_schema::ShardStore::open_table::<cfeval_schema::VariantRow>(run).expect("variants");
-    let mut count = 0;
+    let (mut applicable, mut charts) = (0, std::collections::HashSet::new());
     for batch in store.read_rows::<cfeval_schema::VariantRow>().expect("read") {
-        count += batch
+        for variant in batch
             .expect("batch")
-            .iter()
+            .into_iter()
             .filter(|variant| variant.applicable)
-            .count() as u64;
-    }
-    count
-}
-
-/// Applicable variants (baselines included) with distinct charts: the
-/// requests a single-shot subject makes.
-fn distinct_charts(run: &Path) -> u64 {
-    let store = cfeval_schema::ShardStore::open_table::<cfeval_schema::VariantRow>(run).expect("variants");
-    let mut charts = std::collections::HashSet::new();
-    for batch in store.read_rows::<cfeval_schema::VariantRow>().expect("read") {
-        for variant in batch.expect("batch") {
-            if variant.applicable {
-                charts.insert(
-                    variant
-                        .sections
-                        .iter()
-                        .map(|section| format!("{}\n{}", section.name, section.text))
-                        .collect::<Vec<_>>(),
-                );
-            }
+        {
+            applicable += 1;
+            charts.insert(
+                variant
+                    .sections
+                    .iter()
+                    .map(|section| format!("{}\n{}", section.name, section.text))
+                    .collect::<Vec<_>>(),
+            );
         }
     }
-    charts.len() as u64
+    (applicable, charts.len() as u64)
 }
 
 fn tables(run: &Path) -> BTreeMap<String, Vec<String>> {
@@ -229,7 +218,7 @@ fn clean_run(server: &BackgroundServer) -> Clean {
     let calls = server.requests_for_model(SUBJECT_MODEL) - before;
     let tables = tables(&dir.path().join("runs/driver"));
     let responses = tables["responses"].len() as u64;
-    let distinct = distinct_charts(&dir.path().join("runs/driver"));
+    let (_, distinct) = chart_counts(&dir.path().join("runs/driver"));
     assert!(
         calls > 50 && calls == distinct && calls * 3 <= responses,
         "one call per distinct chart ({distinct}): {calls} calls for {responses} responses"
@@ -415,7 +404,8 @@ fn three_shard_processes_give_the_one_process_scores() {
     // once (one process makes one call for it), so at most one call more
     // per such chart.
     let run_dir = dir.path().join("runs/driver");
-    let shared_charts = applicable_variants(&run_dir) - distinct_charts(&run_dir);
+    let (applicable, distinct) = chart_counts(&run_dir);
+    let shared_charts = applicable - distinct;
     let calls = server.requests_for_model(SUBJECT_MODEL) - before;
     assert!(
         calls >= clean.calls && calls <= clean.calls + shared_charts,
@@ -605,7 +595,7 @@ fn dry_run_predicts_the_calls_a_run_makes_and_finds_them_cached() {
     assert_eq!(server.requests_for_model(SUBJECT_MODEL), calls);
     // One call per distinct chart: interventions that make the same edit
     // (B1 and B2 on a checkpoint inhibitor) share it.
-    assert_eq!(calls, distinct_charts(&run));
+    assert_eq!(calls, chart_counts(&run).1);
 
     // Done, nothing left.
     let stdout = succeeded(

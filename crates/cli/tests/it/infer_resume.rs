@@ -136,6 +136,25 @@ fn journaled_ok_keys(run: &Path) -> BTreeMap<String, usize> {
     keys
 }
 
+/// `count` sample variants answered in `run` by `subject` against a server
+/// of its own, uninterrupted: the answers and the calls it took.
+fn uninterrupted(
+    config: &ServerConfig,
+    subject: &str,
+    run: &Path,
+    count: u64,
+) -> (BTreeMap<String, String>, u64) {
+    let server = BackgroundServer::start(config.clone()).expect("server");
+    write_variants(run, count);
+    succeeded(
+        infer_command(run, subject, &server.openai_base_url(), &[])
+            .output()
+            .expect("run cfeval"),
+        "clean infer",
+    );
+    (answers(&read_responses(run)), server.requests())
+}
+
 #[test]
 fn sigkilled_infer_resumes_to_the_uninterrupted_responses() {
     let config = ServerConfig {
@@ -146,17 +165,7 @@ fn sigkilled_infer_resumes_to_the_uninterrupted_responses() {
     let dir = tempfile::tempdir().expect("tempdir");
 
     // The uninterrupted run, against its own server.
-    let clean_server = BackgroundServer::start(config.clone()).expect("server");
-    let clean_run = dir.path().join("clean");
-    write_variants(&clean_run, 120);
-    succeeded(
-        infer_command(&clean_run, subject, &clean_server.openai_base_url(), &[])
-            .output()
-            .expect("run cfeval"),
-        "clean infer",
-    );
-    let clean = answers(&read_responses(&clean_run));
-    let clean_calls = clean_server.requests();
+    let (clean, clean_calls) = uninterrupted(&config, subject, &dir.path().join("clean"), 120);
     assert!(clean.len() > 90, "most of the 120 variants are applicable");
     assert_eq!(clean_calls, clean.len() as u64, "one call per variant");
 
@@ -349,16 +358,7 @@ fn sigkilled_retries_of_errored_rows_never_lose_or_double_a_row() {
     };
     let subject = "vllm/resume-model";
     let dir = tempfile::tempdir().expect("tempdir");
-    let clean_server = BackgroundServer::start(config.clone()).expect("server");
-    let clean_run = dir.path().join("clean");
-    write_variants(&clean_run, 640);
-    succeeded(
-        infer_command(&clean_run, subject, &clean_server.openai_base_url(), &[])
-            .output()
-            .expect("run cfeval"),
-        "clean infer",
-    );
-    let clean = answers(&read_responses(&clean_run));
+    let (clean, _) = uninterrupted(&config, subject, &dir.path().join("clean"), 640);
 
     // Every call of the first run is refused (a terminal 400): every row is an error.
     let server = BackgroundServer::start(config).expect("server");
