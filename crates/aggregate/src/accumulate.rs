@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
-use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray};
-use cfeval_schema::{JudgmentRow, RESPONSE_ERROR, ResponseStatus, ShardStore, Table};
+use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
+use cfeval_schema::{JudgmentRow, RESAMPLE, RESPONSE_ERROR, ResponseStatus, ShardStore, Table};
 
 use crate::error::{Error, Result};
 
@@ -38,6 +38,12 @@ pub enum Quantity {
     IntegrationFailure,
     /// 1 when the decisive section was not read.
     AccessFailure,
+    /// 1 when a baseline re-sample's plan moved away from the first
+    /// baseline answer (judgments `metric = resample`).
+    Resample,
+    /// The sample variance of a CSS tuple's scores over its repeated
+    /// samples (one value per tuple with at least two decided samples).
+    WithinTupleVar,
 }
 
 /// The identity of a series: one quantity of one (subject, mode, judge) on
@@ -187,6 +193,104 @@ impl Outcome {
 /// The label of a judge that abstained.
 pub const UNCERTAIN: &str = "uncertain";
 
+/// One CSS tuple's decided scores over its samples: (intervention, case,
+/// count, sum, sum of squares).
+type TupleScores = (u32, u32, f64, f64, f64);
+
+/// Second pass, for runs with repeated samples: the sample variance of every
+/// CSS tuple's scores over its decided samples, added per case as the
+/// [`Quantity::WithinTupleVar`] series (a tuple with one decided sample adds
+/// nothing). Only a few columns are read; what is held grows with the CSS
+/// tuples of the run.
+fn within_tuple_variance(store: &ShardStore, families: &Families, out: &mut Accumulated) -> Result<()> {
+    let mut columns = vec![
+        "judge",
+        "subject",
+        "mode",
+        "case_id",
+        "variant_id",
+        "intervention",
+        "family",
+        "metric",
+        "score",
+        "label",
+        "status",
+    ];
+    if JudgmentRow::schema().index_of(FINISH_REASON).is_ok() {
+        columns.push(FINISH_REASON);
+    }
+    let mut tuples: HashMap<(u32, u32, u32, String), TupleScores> = HashMap::new();
+    for batch in store.scan(Some(&columns))? {
+        let batch = batch?;
+        let judge = string_column(&batch, "judge")?;
+        let subject = string_column(&batch, "subject")?;
+        let mode = string_column(&batch, "mode")?;
+        let case_id = string_column(&batch, "case_id")?;
+        let variant_id = string_column(&batch, "variant_id")?;
+        let intervention = string_column(&batch, "intervention")?;
+        let family = string_column(&batch, "family")?;
+        let metric = string_column(&batch, "metric")?;
+        let label = string_column(&batch, "label")?;
+        let status = string_column(&batch, "status")?;
+        let finish_reason = finish_reason_column(&batch)?;
+        let score = score_column(&batch)?;
+        for row in 0..batch.num_rows() {
+            let family_name = text(family, row).unwrap_or_default();
+            if text(metric, row) != Some("css") || !families.css.iter().any(|name| name == family_name) {
+                continue;
+            }
+            let outcome = Outcome::classify(
+                text(status, row).unwrap_or_default(),
+                finish_reason.and_then(|column| text(column, row)),
+                text(label, row),
+                !score.is_null(row),
+            );
+            if outcome != Outcome::Decided {
+                continue;
+            }
+            // Every name was interned by the first pass.
+            let id = |names: &Names, column: &StringArray| names.get(text(column, row).unwrap_or_default());
+            let (Some(judge), Some(subject), Some(mode), Some(case), Some(intervention)) = (
+                id(&out.judges, judge),
+                id(&out.subjects, subject),
+                id(&out.modes, mode),
+                id(&out.cases, case_id),
+                id(&out.interventions, intervention),
+            ) else {
+                continue;
+            };
+            let value = score.value(row);
+            let key = (
+                judge,
+                subject,
+                mode,
+                text(variant_id, row).unwrap_or_default().to_string(),
+            );
+            let entry = tuples.entry(key).or_insert((intervention, case, 0.0, 0.0, 0.0));
+            entry.2 += 1.0;
+            entry.3 += value;
+            entry.4 += value * value;
+        }
+    }
+    for ((judge, subject, mode, _), (intervention, case, count, sum, squares)) in tuples {
+        if count < 2.0 {
+            continue;
+        }
+        let variance = ((squares - sum * sum / count) / (count - 1.0)).max(0.0);
+        let key = SeriesKey {
+            subject,
+            mode,
+            judge,
+            quantity: Quantity::WithinTupleVar,
+            intervention,
+        };
+        let cell = out.sums.entry(key).or_default().entry(case).or_insert((0.0, 0.0));
+        cell.0 += variance;
+        cell.1 += 1.0;
+    }
+    Ok(())
+}
+
 /// Judgments of one (subject, mode, judge, intervention) by outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcomes {
@@ -302,6 +406,8 @@ pub struct Accumulated {
     pub response_errors: u64,
     /// Rows of a metric or family the stage does not score.
     pub ignored: u64,
+    /// The highest sample number seen (0: every tuple answered once).
+    pub max_sample: u32,
 }
 
 /// Which families count how.
@@ -324,6 +430,30 @@ fn bool_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a BooleanArra
     batch
         .column_by_name(name)
         .and_then(|column| column.as_any().downcast_ref::<BooleanArray>())
+        .ok_or_else(|| Error::Column { column: name.into() })
+}
+
+fn score_column(batch: &RecordBatch) -> Result<&Float64Array> {
+    batch
+        .column_by_name("score")
+        .and_then(|column| column.as_any().downcast_ref::<Float64Array>())
+        .ok_or_else(|| Error::Column {
+            column: "score".into(),
+        })
+}
+
+/// The `finish_reason` column, when the table has one.
+fn finish_reason_column(batch: &RecordBatch) -> Result<Option<&StringArray>> {
+    match batch.column_by_name(FINISH_REASON) {
+        Some(_) => Ok(Some(string_column(batch, FINISH_REASON)?)),
+        None => Ok(None),
+    }
+}
+
+fn u32_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a UInt32Array> {
+    batch
+        .column_by_name(name)
+        .and_then(|column| column.as_any().downcast_ref::<UInt32Array>())
         .ok_or_else(|| Error::Column { column: name.into() })
 }
 
@@ -355,7 +485,7 @@ fn intern_cached(names: &mut Names, last: &mut Option<Last>, value: &str) -> u32
     id
 }
 
-const COLUMNS: [&str; 17] = [
+const COLUMNS: [&str; 18] = [
     "run",
     "judge",
     "subject",
@@ -363,6 +493,7 @@ const COLUMNS: [&str; 17] = [
     "mode",
     "case_id",
     "variant_id",
+    "sample",
     "intervention",
     "family",
     "catalog_hash",
@@ -401,6 +532,9 @@ pub fn accumulate(run_dir: &Path, families: &Families, labelled: &BTreeSet<Tuple
             run: run_dir.display().to_string(),
             path: store.dir().to_path_buf(),
         });
+    }
+    if out.max_sample > 0 {
+        within_tuple_variance(&store, families, &mut out)?;
     }
     out.prompts.retain(|_, hashes| !hashes.is_empty());
     out.canonicalize();
@@ -461,19 +595,14 @@ impl<'a> Accumulator<'a> {
         let prompt_set = string_column(batch, "prompt_set")?;
         let changed = bool_column(batch, "changed")?;
         let status = string_column(batch, "status")?;
-        let finish_reason = match batch.column_by_name(FINISH_REASON) {
-            Some(_) => Some(string_column(batch, FINISH_REASON)?),
-            None => None,
-        };
+        let finish_reason = finish_reason_column(batch)?;
         let decisive = bool_column(batch, "decisive_section_read")?;
-        let score = batch
-            .column_by_name("score")
-            .and_then(|column| column.as_any().downcast_ref::<Float64Array>())
-            .ok_or_else(|| Error::Column {
-                column: "score".into(),
-            })?;
+        let sample = u32_column(batch, "sample")?;
+        let score = score_column(batch)?;
         for row in 0..batch.num_rows() {
             self.out.rows += 1;
+            let sample = sample.value(row);
+            self.out.max_sample = self.out.max_sample.max(sample);
             if self.out.run.is_none() {
                 self.out.run = text(run, row).map(str::to_string);
             }
@@ -609,8 +738,10 @@ impl<'a> Accumulator<'a> {
                             case_name,
                             text(variant_id, row).unwrap_or_default(),
                         ],
+                        sample,
                     );
-                    if !self.labelled.is_empty() {
+                    // Raters label a tuple's first sample.
+                    if !self.labelled.is_empty() && sample == 0 {
                         let tuple: TupleKey = (
                             subject_name.to_string(),
                             mode_name.to_string(),
@@ -633,13 +764,20 @@ impl<'a> Accumulator<'a> {
                     };
                     self.add(key(Quantity::Spurious), case, f64::from(u8::from(spurious)));
                 }
+                RESAMPLE => {
+                    let shifted = match label_text {
+                        Some(label) => label == "shifted_spuriously",
+                        None => flag(changed, row) == Some(true),
+                    };
+                    self.add(key(Quantity::Resample), case, f64::from(u8::from(shifted)));
+                }
                 _ => self.out.ignored += 1,
             }
         }
         Ok(())
     }
 
-    fn record_tuple(&mut self, judge: u32, category: Option<usize>, parts: [&str; 4]) {
+    fn record_tuple(&mut self, judge: u32, category: Option<usize>, parts: [&str; 4], sample: u32) {
         let Some(category) = category else {
             return;
         };
@@ -648,6 +786,7 @@ impl<'a> Accumulator<'a> {
         }
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         parts.hash(&mut hasher);
+        sample.hash(&mut hasher);
         let slot = self.out.tuples.entry(hasher.finish()).or_insert(0);
         let shift = 4 * judge;
         *slot = (*slot & !(0xF << shift)) | (((category as u64) + 1) << shift);

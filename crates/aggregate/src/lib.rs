@@ -22,6 +22,14 @@
 //!   (label `uncertain`, or no score), judge errors and the judgments of
 //!   responses that are not `ok` (a failed call, or an empty, truncated,
 //!   refused or bad-tool-arguments reply) are left out and counted.
+//! - **Repeated samples** (a subject answering each tuple k times, column
+//!   `sample`): every sample's pair verdict enters the case sums, so a case's
+//!   CSS is the mean over its tuples and samples, and the case bootstrap
+//!   carries the within-tuple variance into every interval. The variance
+//!   itself (`css_within_tuple_var`), the rate at which a baseline re-sample
+//!   moves with nothing changed (`resample_shift`) and CSS net of it
+//!   (`css_net_resample`) are reported beside CSS. κ pairs judges sample by
+//!   sample; human labels are matched to sample 0.
 //! - Controls (subjects `control/…`, `is_control`) get their own estimates
 //!   but take no part in ranks, rank probabilities, Spearman ρ, κ or blind
 //!   spots.
@@ -36,6 +44,9 @@
 //! | `css_balanced` | `overall`/`all` | mean of the family means of CSS (each family weighs the same) |
 //! | `cms` | `overall`/`all` | mean CMS of the baseline answers |
 //! | `spurious_shift` | `family`/N, `intervention`/id | share of negative-control pairs that moved |
+//! | `resample_shift` | `overall`/`all` | repeated samples: share of baseline re-samples whose plan moved from the first baseline answer (nothing changed) |
+//! | `css_net_resample` | `overall`/`all` | repeated samples: `css` − `resample_shift`, paired (conservative: every spontaneous change counted as credited) |
+//! | `css_within_tuple_var` | `overall`/`all`, `family`/A–E | repeated samples: mean over tuples of the sample variance of a tuple's CSS scores |
 //! | `integration_failure`, `access_failure` | `overall`, `family` | agents: decisive section read but not acted on / not read |
 //! | `delta_agent_minus_single_shot[_cms, _css_balanced, _spurious_shift]` | as the metric | paired difference agent − single-shot |
 //! | `uncertain`, `truncated`, `refused`, `empty`, `bad_tool_args`, `response_error`, `judge_error` | `overall`/`all` (CSS families), `family`/any | count of judgments left out (the response statuses: tuples the subject did not answer usably); `n_tuples` = all judgments of the cell |

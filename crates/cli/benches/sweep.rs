@@ -238,7 +238,7 @@ fn main() {
         .tempdir_in(&parent)
         .expect("temp dir");
 
-    let responder: Responder = Arc::new(|_model: &str, _prompt: &str| ANSWER.to_string());
+    let responder: Responder = Arc::new(|_model: &str, _prompt: &str, _seed: Option<u64>| ANSWER.to_string());
     let server = BackgroundServer::start(ServerConfig {
         responder: Some(responder),
         ..ServerConfig::default()

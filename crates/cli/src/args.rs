@@ -193,6 +193,15 @@ pub struct InferArgs {
     pub max_steps: u32,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Sampling temperature, in [0, 2].
+    #[arg(long, default_value_t = 0.0, value_parser = temperature)]
+    pub temperature: f64,
+    /// Answers per tuple (repeated samples: sample i is the same request
+    /// with seed + i and its own cache key). With more than one, CSS carries
+    /// the within-tuple variance and the judge measures how often a baseline
+    /// re-sample changes its plan with nothing changed.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
     /// Tries per tuple across runs: a rerun answers again the rows that are
     /// not `ok` (errors, empty, truncated, refused, bad tool arguments) until
     /// they were tried this many times.
@@ -295,4 +304,14 @@ pub struct ShowArgs {
     /// Only these columns (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub columns: Vec<String>,
+}
+
+/// A temperature in [0, 2].
+fn temperature(text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|_| format!("`{text}` is not a number"))?;
+    if (0.0..=2.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("temperature {value} is not in [0, 2]"))
+    }
 }

@@ -29,11 +29,13 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             ModeArg::Agent => Mode::Agent,
         },
         settings: CallSettings {
-            temperature: 0.0,
+            temperature: args.temperature,
             seed: Some(args.seed),
             max_tokens: args.max_tokens,
             max_steps: args.max_steps,
+            sample: 0,
         },
+        samples: args.samples,
         concurrency: args.concurrency,
         slice: match &args.shard {
             Some(text) => Slice::parse(text)?,

@@ -140,14 +140,22 @@ fn sample(args: &LabelsSampleArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         is_control: bool,
         mode: String,
         variant_id: String,
+        sample: u32,
         status: String,
     }
+    // Raters see each tuple's first sample (repeated samples are the same
+    // question asked again).
     let mut answered: HashSet<(String, String, String)> = HashSet::new();
-    for batch in
-        responses.read_columns::<Answer>(&["subject", "is_control", "mode", "variant_id", "status"])?
-    {
+    for batch in responses.read_columns::<Answer>(&[
+        "subject",
+        "is_control",
+        "mode",
+        "variant_id",
+        "sample",
+        "status",
+    ])? {
         for answer in batch? {
-            if !answer.is_control && answer.status == "ok" {
+            if !answer.is_control && answer.status == "ok" && answer.sample == 0 {
                 answered.insert((answer.subject, answer.mode, answer.variant_id));
             }
         }
@@ -221,7 +229,7 @@ fn sample(args: &LabelsSampleArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     for batch in responses.read_rows::<ResponseRow>()? {
         for response in batch? {
             let key = (response.subject, response.mode, response.variant_id);
-            if response.status == "ok" && wanted_answers.contains(&key) {
+            if response.status == "ok" && response.sample == 0 && wanted_answers.contains(&key) {
                 texts.insert(key, response.text.unwrap_or_default());
             }
         }

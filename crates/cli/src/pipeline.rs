@@ -20,6 +20,8 @@
 //!
 //! [infer]                        # defaults for every subject
 //! max-tokens = 512
+//! temperature = 0.7
+//! samples = 5                    # answers per tuple (repeated samples; default 1)
 //!
 //! [[subjects]]
 //! name = "openai/gpt-5"
@@ -114,6 +116,8 @@ pub struct SubjectPlan {
     pub max_tokens: u32,
     pub max_steps: u32,
     pub temperature: f64,
+    /// Answers per tuple (repeated samples, each with its own seed).
+    pub samples: u32,
     /// The prompt set (`neutral`, the default, or `cued`).
     pub prompt_set: String,
 }
@@ -242,6 +246,7 @@ struct RawInfer {
     max_tokens: Option<Spanned<u32>>,
     max_steps: Option<Spanned<u32>>,
     temperature: Option<Spanned<f64>>,
+    samples: Option<Spanned<u32>>,
     concurrency: Option<Spanned<usize>>,
     parallel_units: Option<Spanned<usize>>,
     max_tries: Option<Spanned<usize>>,
@@ -264,6 +269,7 @@ struct RawSubject {
     max_tokens: Option<Spanned<u32>>,
     max_steps: Option<Spanned<u32>>,
     temperature: Option<Spanned<f64>>,
+    samples: Option<Spanned<u32>>,
     prompt_set: Option<Spanned<String>>,
 }
 
@@ -592,6 +598,7 @@ impl Checker<'_> {
             max_tokens: self.at_least_one(infer.max_tokens.as_ref(), 512, "max-tokens")?,
             max_steps: self.at_least_one(infer.max_steps.as_ref(), 8, "max-steps")?,
             temperature,
+            samples: self.at_least_one(infer.samples.as_ref(), 1, "samples")?,
         };
 
         if raw.subjects.is_empty() {
@@ -957,6 +964,7 @@ impl Checker<'_> {
             max_tokens: self.at_least_one(raw.max_tokens.as_ref(), defaults.max_tokens, "max-tokens")?,
             max_steps: self.at_least_one(raw.max_steps.as_ref(), defaults.max_steps, "max-steps")?,
             temperature: self.temperature(raw.temperature.as_ref(), defaults.temperature)?,
+            samples: self.at_least_one(raw.samples.as_ref(), defaults.samples, "samples")?,
             prompt_set: match &raw.prompt_set {
                 None => cfeval_infer::Prompts::NEUTRAL.to_string(),
                 Some(set) if cfeval_infer::Prompts::named(set.get_ref()).is_some() => set.get_ref().clone(),
@@ -1133,6 +1141,7 @@ struct Defaults {
     max_tokens: u32,
     max_steps: u32,
     temperature: f64,
+    samples: u32,
 }
 
 /// One model a pipeline calls, for the environment check.

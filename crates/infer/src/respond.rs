@@ -33,6 +33,33 @@ pub struct CallSettings {
     pub max_tokens: u32,
     /// Agent steps (model calls) before the agent is stopped.
     pub max_steps: u32,
+    /// Which of a tuple's repeated samples these settings answer (0: the
+    /// first, the only one unless `samples > 1`); see [`Self::for_sample`].
+    pub sample: u32,
+}
+
+impl CallSettings {
+    /// The settings of sample `sample` of a tuple: the seed moves on by the
+    /// sample number (a seeded server draws another answer) and every sample
+    /// after the first has its own cache key, so the cache never hands one
+    /// answer back as another sample. Sample 0 is these settings unchanged,
+    /// so raising `samples` keeps every answer already made.
+    pub fn for_sample(&self, sample: u32) -> Self {
+        Self {
+            seed: self.seed.map(|seed| seed.wrapping_add(u64::from(sample))),
+            sample,
+            ..self.clone()
+        }
+    }
+
+    /// A request with these settings' parameters (and sample salt).
+    fn request(&self, messages: Vec<Message>) -> ChatRequest {
+        let mut request = ChatRequest::new(messages).with_params(params(self));
+        if self.sample > 0 {
+            request.cache_salt = Some(format!("sample-{}", self.sample));
+        }
+        request
+    }
 }
 
 impl Default for CallSettings {
@@ -42,6 +69,7 @@ impl Default for CallSettings {
             seed: Some(0),
             max_tokens: 512,
             max_steps: 8,
+            sample: 0,
         }
     }
 }
@@ -104,6 +132,7 @@ fn base_row(
         mode: mode.as_str().to_string(),
         case_id: variant.case_id.clone(),
         variant_id: variant.variant_id.clone(),
+        sample: 0,
         intervention: variant.intervention.clone(),
         family: variant.family.clone(),
         catalog_hash: variant.catalog_hash.clone(),
@@ -148,6 +177,7 @@ pub async fn respond(
     let mut row = base_row(run, subject, mode, variant, prompts);
     row.temperature = settings.temperature;
     row.seed = settings.seed;
+    row.sample = settings.sample;
     match subject {
         Subject::Control(control) => {
             let text = control.answer(&variant.facts, &variant.variant_id);
@@ -167,8 +197,12 @@ pub async fn respond(
                 }
                 row.trace.push(final_step(step, &text));
             }
-            row.request_hash =
-                cfeval_schema::ids::content_id("control", &[&control.name, &variant.variant_id]);
+            let sample = settings.sample.to_string();
+            let mut parts = vec![control.name.as_str(), variant.variant_id.as_str()];
+            if settings.sample > 0 {
+                parts.push(&sample);
+            }
+            row.request_hash = cfeval_schema::ids::content_id("control", &parts);
             row.recommendation = Some(extract_recommendation(&text));
             row.text = Some(text);
             row.finish_reason = Some("stop".into());
@@ -262,7 +296,7 @@ pub fn single_shot_request(variant: &VariantRow, prompts: &Prompts, settings: &C
     let prompt = prompts
         .single_shot
         .replace("{chart}", &fenced_chart(&variant.sections));
-    ChatRequest::new(vec![Message::user(prompt)]).with_params(params(settings))
+    settings.request(vec![Message::user(prompt)])
 }
 
 fn tools() -> Vec<ToolSpec> {
@@ -417,7 +451,7 @@ async fn agent(
     let mut all_cached = true;
     let mut step = 0u32;
     for _ in 0..settings.max_steps {
-        let mut request = ChatRequest::new(messages.clone()).with_params(params(settings));
+        let mut request = settings.request(messages.clone());
         if native_tools {
             request = request.with_tools(tools());
         }

@@ -2,6 +2,11 @@
 //! `responses` for this subject and mode, answer the rest with bounded
 //! concurrency, and commit the rows chunk by chunk in variant order.
 //!
+//! With [`Config::samples`] = k, every variant is answered k times (a tuple
+//! is then a variant and a sample number): sample `i` is the same request
+//! with its own seed and cache salt ([`CallSettings::for_sample`]), so the
+//! spread of a subject's answers to one chart can be measured.
+//!
 //! A rerun also tries again the tuples of this unit whose row is not `ok`
 //! (an error or an unusable reply) and that were tried fewer than
 //! [`Config::max_tries`] times. Readers always see one row per tuple: the
@@ -74,6 +79,10 @@ pub struct Config {
     /// Only these families (empty: all).
     pub families: Vec<String>,
     pub allow_mixed_catalogs: bool,
+    /// Answers per variant (repeated samples; 1: each variant once). Raising
+    /// it answers only the new samples: sample 0 is the request of a
+    /// one-sample run.
+    pub samples: u32,
     /// Tries per tuple, across runs: a row that is not `ok` is tried again
     /// on a rerun until it has been tried this many times (then it is left
     /// as it is). Not part of the fingerprint: raising it retries more.
@@ -97,6 +106,7 @@ impl Default for Config {
             slice: Slice::ALL,
             families: Vec::new(),
             allow_mixed_catalogs: false,
+            samples: 1,
             max_tries: DEFAULT_MAX_TRIES,
             progress: None,
         }
@@ -108,7 +118,7 @@ impl Default for Config {
 pub struct Report {
     pub subject: String,
     pub mode: String,
-    /// Variants this run (slice) covers.
+    /// Tuples (variant × sample) this run (slice) covers.
     pub tuples: u64,
     /// Already answered before this run started (and not retried).
     pub skipped: u64,
@@ -135,8 +145,15 @@ struct Fingerprint<'a> {
     seed: Option<u64>,
     max_tokens: u32,
     max_steps: u32,
+    /// Left out at 1, so one-sample units keep their fingerprint.
+    #[serde(skip_serializing_if = "is_one")]
+    samples: u32,
     families: &'a [String],
     variants: Vec<String>,
+}
+
+fn is_one(value: &u32) -> bool {
+    *value == 1
 }
 
 /// The unit of work a subject × mode × slice is recorded under.
@@ -160,6 +177,7 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
         seed: config.settings.seed,
         max_tokens: config.settings.max_tokens,
         max_steps: config.settings.max_steps,
+        samples: config.samples.max(1),
         families: &config.families,
         variants: variants
             .entries()
@@ -239,8 +257,9 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         catalog_hash: variants.catalog_hash().map(str::to_string),
     };
     let mut writer = responses.writer(provenance.clone());
-    let mut pending: Vec<VariantRow> = Vec::new();
-    let mut retry: Vec<(VariantRow, u32)> = Vec::new();
+    let mut pending: Vec<Tuple> = Vec::new();
+    let mut retry: Vec<(Tuple, u32)> = Vec::new();
+    let samples = config.samples.max(1);
     for batch in variants.read_rows::<VariantRow>()? {
         for variant in batch? {
             if !variant.applicable
@@ -261,41 +280,50 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
                 }
                 Some(_) => {}
             }
-            report.tuples += 1;
-            let standing = previous
-                .get(&variant.variant_id)
-                .map(|tried| (tried.status != ResponseStatus::Ok.as_str(), tried.tries));
-            if let Some((not_ok, tries)) = standing {
-                if not_ok && tries < config.max_tries {
-                    retry.push((variant, tries));
-                    if retry.len() >= config.chunk.max(1) {
-                        retry_chunk(
-                            config,
-                            &subject,
-                            std::mem::take(&mut retry),
-                            &mut responses,
-                            &provenance,
-                            &mut previous,
-                            &mut report,
-                        )
-                        .await?;
+            let variant = Arc::new(variant);
+            for sample in 0..samples {
+                report.tuples += 1;
+                let key = (variant.variant_id.clone(), sample);
+                let tuple = Tuple {
+                    variant: Arc::clone(&variant),
+                    sample,
+                };
+                let standing = previous
+                    .get(&key)
+                    .map(|tried| (tried.status != ResponseStatus::Ok.as_str(), tried.tries));
+                if let Some((not_ok, tries)) = standing {
+                    if not_ok && tries < config.max_tries {
+                        retry.push((tuple, tries));
+                        if retry.len() >= config.chunk.max(1) {
+                            retry_chunk(
+                                config,
+                                &subject,
+                                std::mem::take(&mut retry),
+                                &mut responses,
+                                &provenance,
+                                &mut previous,
+                                &mut report,
+                            )
+                            .await?;
+                        }
+                        continue;
+                    }
+                    report.gave_up += u64::from(not_ok);
+                }
+                if done.contains(&key) || previous.contains_key(&key) {
+                    report.skipped += 1;
+                    if let Some(progress) = &config.progress {
+                        progress.add(1);
                     }
                     continue;
                 }
-                report.gave_up += u64::from(not_ok);
-            }
-            if done.contains(&variant.variant_id) || previous.contains_key(&variant.variant_id) {
-                report.skipped += 1;
-                if let Some(progress) = &config.progress {
-                    progress.add(1);
+                pending.push(tuple);
+                if pending.len() >= config.chunk.max(1) {
+                    let rows =
+                        answer_chunk(config, &subject, std::mem::take(&mut pending), &mut report).await?;
+                    writer.write_rows(&rows)?;
+                    writer.flush()?;
                 }
-                continue;
-            }
-            pending.push(variant);
-            if pending.len() >= config.chunk.max(1) {
-                let rows = answer_chunk(config, &subject, std::mem::take(&mut pending), &mut report).await?;
-                writer.write_rows(&rows)?;
-                writer.flush()?;
             }
         }
     }
@@ -324,6 +352,16 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     Ok(report)
 }
 
+/// One tuple to answer: a variant and which of its samples.
+#[derive(Debug, Clone)]
+struct Tuple {
+    variant: Arc<VariantRow>,
+    sample: u32,
+}
+
+/// A tuple's key in the responses: (variant id, sample).
+type TupleKey = (String, u32);
+
 /// How a tuple's row in this unit stands: its status, its tries and the
 /// shard that holds it.
 #[derive(Debug, Clone)]
@@ -333,32 +371,34 @@ struct Tried {
     shard: String,
 }
 
-/// Variant ids this subject already answered in this mode in other units
-/// (left to them), and how each row of `unit` stands.
+/// Tuples this subject already answered in this mode in other units (left
+/// to them), and how each row of `unit` stands.
 fn answered(
     responses: &ShardStore,
     unit: &str,
     subject: &str,
     mode: Mode,
-) -> Result<(HashSet<String>, HashMap<String, Tried>)> {
+) -> Result<(HashSet<TupleKey>, HashMap<TupleKey, Tried>)> {
     #[derive(Deserialize)]
     struct Answer {
         subject: String,
         mode: String,
         variant_id: String,
+        sample: u32,
     }
     #[derive(Deserialize)]
     struct Own {
         variant_id: String,
+        sample: u32,
         status: String,
         tries: u32,
     }
     let mut done = HashSet::new();
-    let columns = ["subject", "mode", "variant_id"];
+    let columns = ["subject", "mode", "variant_id", "sample"];
     for batch in responses.read_columns_where::<Answer, _>(&columns, |entry| entry.unit != unit)? {
         for answer in batch? {
             if answer.subject == subject && answer.mode == mode.as_str() {
-                done.insert(answer.variant_id);
+                done.insert((answer.variant_id, answer.sample));
             }
         }
     }
@@ -370,11 +410,11 @@ fn answered(
         .cloned()
         .collect();
     for entry in own_entries {
-        let columns = ["variant_id", "status", "tries"];
+        let columns = ["variant_id", "sample", "status", "tries"];
         for batch in responses.read_columns_where::<Own, _>(&columns, |other| other.file == entry.file)? {
             for row in batch? {
                 own.insert(
-                    row.variant_id,
+                    (row.variant_id, row.sample),
                     Tried {
                         status: row.status,
                         tries: row.tries,
@@ -393,27 +433,28 @@ fn answered(
 async fn retry_chunk(
     config: &Config,
     subject: &Arc<Subject>,
-    chunk: Vec<(VariantRow, u32)>,
+    chunk: Vec<(Tuple, u32)>,
     responses: &mut ShardStore,
     provenance: &Provenance,
-    previous: &mut HashMap<String, Tried>,
+    previous: &mut HashMap<TupleKey, Tried>,
     report: &mut Report,
 ) -> Result<()> {
     if chunk.is_empty() {
         return Ok(());
     }
-    let tries: HashMap<String, u32> = chunk
+    let tries: HashMap<TupleKey, u32> = chunk
         .iter()
-        .map(|(variant, tries)| (variant.variant_id.clone(), *tries))
+        .map(|(tuple, tries)| ((tuple.variant.variant_id.clone(), tuple.sample), *tries))
         .collect();
-    let variants = chunk.into_iter().map(|(variant, _)| variant).collect();
-    let rows = answer_chunk(config, subject, variants, report).await?;
+    let tuples = chunk.into_iter().map(|(tuple, _)| tuple).collect();
+    let rows = answer_chunk(config, subject, tuples, report).await?;
     report.retried += rows.len() as u64;
-    let mut fresh: HashMap<String, ResponseRow> = rows
+    let mut fresh: HashMap<TupleKey, ResponseRow> = rows
         .into_iter()
         .map(|mut row| {
-            row.tries = tries.get(&row.variant_id).copied().unwrap_or(0) + 1;
-            (row.variant_id.clone(), row)
+            let key = (row.variant_id.clone(), row.sample);
+            row.tries = tries.get(&key).copied().unwrap_or(0) + 1;
+            (key, row)
         })
         .collect();
     responses.refresh()?;
@@ -429,20 +470,20 @@ async fn retry_chunk(
         .collect();
     let mut writer = responses.replacing_writer(provenance.clone(), &old);
     let old_files: BTreeSet<String> = old.iter().map(|entry| entry.file.clone()).collect();
-    let mut moved: Vec<String> = Vec::new();
+    let mut moved: Vec<TupleKey> = Vec::new();
     for batch in responses.read_rows_where::<ResponseRow, _>(move |entry| old_files.contains(&entry.file))? {
         let rows: Vec<ResponseRow> = batch?
             .into_iter()
-            .map(|row| fresh.remove(&row.variant_id).unwrap_or(row))
+            .map(|row| fresh.remove(&(row.variant_id.clone(), row.sample)).unwrap_or(row))
             .collect();
-        moved.extend(rows.iter().map(|row| row.variant_id.clone()));
+        moved.extend(rows.iter().map(|row| (row.variant_id.clone(), row.sample)));
         writer.write_rows(&rows)?;
     }
     // A retried row whose old shard could not be found is still written
     // (never lost); none is expected.
     let mut rest: Vec<ResponseRow> = fresh.into_values().collect();
-    rest.sort_by(|a, b| a.variant_id.cmp(&b.variant_id));
-    moved.extend(rest.iter().map(|row| row.variant_id.clone()));
+    rest.sort_by(|a, b| (&a.variant_id, a.sample).cmp(&(&b.variant_id, b.sample)));
+    moved.extend(rest.iter().map(|row| (row.variant_id.clone(), row.sample)));
     writer.write_rows(&rest)?;
     let committed = writer.finish()?;
     responses.retire_replaced()?;
@@ -457,11 +498,11 @@ async fn retry_chunk(
     Ok(())
 }
 
-/// Answers `chunk` with bounded concurrency; the rows in variant order.
+/// Answers `chunk` with bounded concurrency; the rows in tuple order.
 async fn answer_chunk(
     config: &Config,
     subject: &Arc<Subject>,
-    chunk: Vec<VariantRow>,
+    chunk: Vec<Tuple>,
     report: &mut Report,
 ) -> Result<Vec<ResponseRow>> {
     if chunk.is_empty() {
@@ -469,12 +510,12 @@ async fn answer_chunk(
     }
     let semaphore = Arc::new(tokio::sync::Semaphore::new(config.concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, variant) in chunk.into_iter().enumerate() {
+    for (index, Tuple { variant, sample }) in chunk.into_iter().enumerate() {
         let subject = Arc::clone(subject);
         let semaphore = Arc::clone(&semaphore);
         let run = config.run.clone();
         let prompts = config.prompts.clone();
-        let settings = config.settings.clone();
+        let settings = config.settings.for_sample(sample);
         let mode = config.mode;
         tasks.spawn(async move {
             let _permit = semaphore.acquire_owned().await;

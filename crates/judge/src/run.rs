@@ -1,7 +1,9 @@
 //! The judge stage over a run: pair every variant response with its
-//! subject's baseline response (same subject, mode and case), judge the
-//! pair, score CMS on every baseline response, and commit the judgments
-//! under the unit `judge=<name>`.
+//! subject's baseline response (same subject, mode, case and sample), judge
+//! the pair, score CMS on every baseline response, judge every baseline
+//! re-sample (sample > 0) against the first baseline answer as a negative
+//! control (`metric = resample`), and commit the judgments under the unit
+//! `judge=<name>`.
 //!
 //! Memory stays flat however large the run: pass 1 reads only the columns
 //! that say which subjects there are, check the catalog lock and size what
@@ -29,8 +31,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use cfeval_schema::{
-    ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, Reference, ResponseRow, ShardStore,
-    ShardWriter, StoreOptions, Table, TableName, VariantRow, ids, lineage, units,
+    ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, RESAMPLE, Reference, ResponseRow,
+    ShardStore, ShardWriter, StoreOptions, Table, TableName, VariantRow, ids, lineage, units,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -154,7 +156,7 @@ pub struct Report {
     pub unit: String,
     /// The unit was already complete under this fingerprint: nothing was done.
     pub skipped: bool,
-    /// CSS pair verdicts written (errors included).
+    /// Pair verdicts written: CSS pairs and baseline re-samples (errors included).
     pub pairs: u64,
     /// CMS rows written (errors included).
     pub cms: u64,
@@ -209,7 +211,12 @@ struct VariantInfo {
     diff: Vec<DiffEntry>,
 }
 
-type Key = (String, String, String);
+/// A baseline answer's key: (subject, mode, case, sample).
+type Key = (String, String, String, u32);
+
+/// What a baseline re-sample is held to: the same chart was asked again.
+const RESAMPLE_EXPECTED_TEXT: &str = "Nothing in the chart changed: the same chart was asked again. \
+The recommendation must stay the same.";
 
 /// A response as the judge reads it: the columns it needs, never the trace.
 #[derive(Debug, Deserialize)]
@@ -219,6 +226,7 @@ struct Response {
     mode: String,
     case_id: String,
     variant_id: String,
+    sample: u32,
     intervention: String,
     family: String,
     catalog_hash: String,
@@ -236,6 +244,7 @@ const RESPONSE_COLUMNS: &[&str] = &[
     "mode",
     "case_id",
     "variant_id",
+    "sample",
     "intervention",
     "family",
     "catalog_hash",
@@ -613,7 +622,7 @@ fn texts(text: &Option<String>, recommendation: &Option<String>) -> (String, Str
     (text, recommendation)
 }
 
-/// Keeps `row`'s answer when it is a baseline, by (subject, mode, case).
+/// Keeps `row`'s answer when it is a baseline, by (subject, mode, case, sample).
 fn add_baseline(baselines: &mut HashMap<Key, Baseline>, row: &Response) {
     if row.family != "baseline" {
         return;
@@ -626,7 +635,12 @@ fn add_baseline(baselines: &mut HashMap<Key, Baseline>, row: &Response) {
     });
     let (text, recommendation) = texts(&row.text, &row.recommendation);
     baselines.insert(
-        (row.subject.clone(), row.mode.clone(), row.case_id.clone()),
+        (
+            row.subject.clone(),
+            row.mode.clone(),
+            row.case_id.clone(),
+            row.sample,
+        ),
         Baseline {
             text,
             recommendation,
@@ -707,6 +721,7 @@ impl Context<'_> {
             mode: response.mode.clone(),
             case_id: response.case_id.clone(),
             variant_id: response.variant_id.clone(),
+            sample: response.sample,
             intervention: response.intervention.clone(),
             family: response.family.clone(),
             catalog_hash: response.catalog_hash.clone(),
@@ -789,25 +804,45 @@ impl Context<'_> {
             response.subject.clone(),
             response.mode.clone(),
             response.case_id.clone(),
+            response.sample,
         );
         let Some(baseline) = self.baselines.get(&key) else {
-            row.error = Some("no baseline response of this subject, mode and case".into());
+            row.error = Some(if response.sample == 0 {
+                "no baseline response of this subject, mode and case".into()
+            } else {
+                format!(
+                    "no baseline response of this subject, mode and case for sample {}",
+                    response.sample
+                )
+            });
             return (row, None);
         };
-        // A response that is not `ok` is never judged: the row carries its
-        // status (the intervened response's first), which aggregate counts.
+        self.pair_parts(row, response, baseline, ["intervened", "baseline"])
+    }
+
+    /// A pair's parts, or its row left unjudged when either answer is not
+    /// `ok` (the row carries that response's status, `response`'s first,
+    /// which aggregate counts); `names` say which answer is which in errors.
+    fn pair_parts(
+        &self,
+        mut row: JudgmentRow,
+        response: &Response,
+        against: &Baseline,
+        names: [&str; 2],
+    ) -> (JudgmentRow, Option<PairParts>) {
         if response.status != "ok" {
             row.status = unjudged_status(&response.status);
             row.error = Some(format!(
-                "the intervened response is not ok ({}): {}",
+                "the {} response is not ok ({}): {}",
+                names[0],
                 response.status,
                 response.error.as_deref().unwrap_or("status error")
             ));
             return (row, None);
         }
-        if let Some((status, error)) = &baseline.error {
+        if let Some((status, error)) = &against.error {
             row.status = unjudged_status(status);
-            row.error = Some(format!("the baseline response is not ok ({status}): {error}"));
+            row.error = Some(format!("the {} response is not ok ({status}): {error}", names[1]));
             return (row, None);
         }
         let fallback = self.plans.get(&response.subject) == Some(&GuardPlan::Fallback);
@@ -815,13 +850,32 @@ impl Context<'_> {
         (
             row,
             Some(PairParts {
-                baseline_text: baseline.text.clone(),
-                baseline_recommendation: baseline.recommendation.clone(),
+                baseline_text: against.text.clone(),
+                baseline_recommendation: against.recommendation.clone(),
                 text,
                 recommendation,
                 fallback,
             }),
         )
+    }
+
+    /// Builds the `resample` row of baseline sample `i > 0`: judged against
+    /// baseline sample 0 of the same subject, mode and case, held to an
+    /// unchanged plan (the chart did not change).
+    fn prepare_resample(&self, response: &Response) -> (JudgmentRow, Option<PairParts>) {
+        let row = self.row(response, RESAMPLE, self.prompt_hash);
+        let key = (
+            response.subject.clone(),
+            response.mode.clone(),
+            response.case_id.clone(),
+            0,
+        );
+        let Some(first) = self.baselines.get(&key) else {
+            let mut row = row;
+            row.error = Some("no first (sample 0) baseline response of this subject, mode and case".into());
+            return (row, None);
+        };
+        self.pair_parts(row, response, first, ["re-sampled baseline", "first baseline"])
     }
 
     /// Judges a chunk and writes its rows (the writer rolls shards by size: a
@@ -851,19 +905,26 @@ impl Context<'_> {
         runtime: Option<&tokio::runtime::Runtime>,
         report: &mut Report,
     ) -> Vec<JudgmentRow> {
-        let prepared: Vec<(JudgmentRow, Option<PairParts>)> = responses
+        // One row per response; a baseline re-sample (sample > 0) also gets
+        // its `resample` row.
+        let prepared: Vec<(JudgmentRow, Option<PairParts>, &Response)> = responses
             .par_iter()
-            .map(|response| {
-                if response.family == "baseline" {
-                    (self.cms_row(response), None)
+            .flat_map_iter(|response| {
+                let rows = if response.family == "baseline" {
+                    let mut rows = vec![(self.cms_row(response), None)];
+                    if response.sample > 0 {
+                        rows.push(self.prepare_resample(response));
+                    }
+                    rows
                 } else {
-                    self.prepare(response)
-                }
+                    vec![self.prepare(response)]
+                };
+                rows.into_iter().map(move |(row, parts)| (row, parts, response))
             })
             .collect();
-        let mut tasks = Vec::with_capacity(responses.len());
+        let mut tasks = Vec::with_capacity(prepared.len());
         let mut pairs: Vec<(PairParts, &Response)> = Vec::new();
-        for ((row, parts), response) in prepared.into_iter().zip(&responses) {
+        for (row, parts, response) in prepared {
             match parts {
                 Some(parts) => {
                     tasks.push(Task::Pair(row, pairs.len()));
@@ -906,7 +967,7 @@ impl Context<'_> {
                     row
                 }
             };
-            if row.metric == "css" {
+            if row.metric == "css" || row.metric == RESAMPLE {
                 report.pairs += 1;
                 if let Some(label) = &row.label {
                     *report.labels.entry(label.clone()).or_default() += 1;
@@ -925,9 +986,28 @@ impl Context<'_> {
         pairs: &[(PairParts, &Response)],
         runtime: Option<&tokio::runtime::Runtime>,
     ) -> Vec<Result<Decided, String>> {
+        let unchanged = Expected {
+            direction: "unchanged".into(),
+            ..Expected::default()
+        };
         let inputs: Vec<PairInput<'_>> = pairs
             .iter()
             .map(|(parts, response)| {
+                if response.family == "baseline" {
+                    // A baseline re-sample: held to an unchanged plan, as a
+                    // negative control is.
+                    return PairInput {
+                        family: "N",
+                        intervention: RESAMPLE,
+                        baseline_text: &parts.baseline_text,
+                        baseline_recommendation: &parts.baseline_recommendation,
+                        variant_text: &parts.text,
+                        variant_recommendation: &parts.recommendation,
+                        expected: Some(&unchanged),
+                        expected_text: Some(RESAMPLE_EXPECTED_TEXT),
+                        diff: &[],
+                    };
+                }
                 let info = self.variants.get(&response.variant_id);
                 PairInput {
                     family: &response.family,

@@ -44,8 +44,9 @@ pub use table::{Table, TableName};
 pub use tables::*;
 
 /// Version of the table schemas; bumped on any column change. 2:
-/// `responses.finish_reason` and `tries`, `variants.coherence`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// `responses.finish_reason` and `tries`, `variants.coherence`. 3:
+/// `responses.sample` and `judgments.sample` (repeated samples).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The cfeval version that wrote a shard.
 pub const CFEVAL_VERSION: &str = env!("CARGO_PKG_VERSION");

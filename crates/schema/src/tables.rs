@@ -193,7 +193,7 @@ pub struct TraceStep {
     pub text: Option<String>,
 }
 
-/// Table `responses`: one row per (subject, mode, variant).
+/// Table `responses`: one row per (subject, mode, variant, sample).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResponseRow {
     pub run: String,
@@ -204,6 +204,10 @@ pub struct ResponseRow {
     pub mode: String,
     pub case_id: String,
     pub variant_id: String,
+    /// Which of the subject's `samples` answers to this variant (0-based;
+    /// 0 when each tuple is answered once). Sample `i > 0` is the same
+    /// request with its own seed and cache salt.
+    pub sample: u32,
     pub intervention: String,
     pub family: String,
     pub catalog_hash: String,
@@ -247,8 +251,15 @@ pub struct ResponseRow {
     pub tool_errors: u32,
 }
 
-/// Table `judgments`: CSS pair verdicts (`metric = css`) and CMS coverage
-/// scores of baseline responses (`metric = cms`).
+/// The `judgments.metric` of a baseline re-sample judged against the first
+/// baseline answer (family `baseline`).
+pub const RESAMPLE: &str = "resample";
+
+/// Table `judgments`: CSS pair verdicts (`metric = css`), CMS coverage
+/// scores of baseline responses (`metric = cms`) and, when a subject
+/// answered each tuple several times, whether a baseline re-sample moved
+/// away from the first baseline answer with nothing changed
+/// (`metric = resample`, family `baseline`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgmentRow {
     pub run: String,
@@ -258,10 +269,14 @@ pub struct JudgmentRow {
     pub mode: String,
     pub case_id: String,
     pub variant_id: String,
+    /// The sample judged: a variant answer's sample `i` is paired with the
+    /// baseline answer's sample `i`; a `resample` row judges baseline
+    /// sample `i > 0` against sample 0.
+    pub sample: u32,
     pub intervention: String,
     pub family: String,
     pub catalog_hash: String,
-    /// `css` or `cms`.
+    /// `css`, `cms` or `resample`.
     pub metric: String,
     /// 0.0, 0.5 or 1.0 for CSS; weighted recall in [0, 1] for CMS; null when
     /// the judge failed (never a guessed score).

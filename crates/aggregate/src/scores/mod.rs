@@ -95,6 +95,19 @@ pub fn layout(accumulated: &Accumulated, resampling: Resampling) -> Result<Layou
 /// the CSS families a subject was scored on.
 pub const CSS_BALANCED: &str = "css_balanced";
 
+/// How often a baseline re-sample's plan moved away from the first
+/// baseline answer with nothing changed (repeated samples only).
+pub const RESAMPLE_SHIFT: &str = "resample_shift";
+
+/// CSS net of spontaneous change: CSS − `resample_shift`, paired over the
+/// same case resamples. A subject that changes its plan at random would earn
+/// some CSS by chance; this is a conservative correction (it takes every
+/// spontaneous change as one the judge would have credited).
+pub const CSS_NET_RESAMPLE: &str = "css_net_resample";
+
+/// The mean within-tuple variance of CSS scores over repeated samples.
+pub const CSS_WITHIN_TUPLE_VAR: &str = "css_within_tuple_var";
+
 /// Settings the estimates depend on.
 pub struct Families<'a> {
     pub css: &'a [String],
@@ -173,6 +186,31 @@ pub fn specs(accumulated: &Accumulated, layout: &Layout, families: &Families<'_>
             for by in spurious.values() {
                 for (intervention, &index) in by {
                     push("spurious_shift", "intervention", intervention, ratio(vec![index]));
+                }
+            }
+        }
+        if let Some(resample) = tree.get(&Quantity::Resample) {
+            let shift = ratio(all(resample));
+            if let Some(css) = tree.get(&Quantity::Css) {
+                push(
+                    CSS_NET_RESAMPLE,
+                    "overall",
+                    "all",
+                    Statistic::difference(&ratio(all(css)), &shift),
+                );
+            }
+            push(RESAMPLE_SHIFT, "overall", "all", shift);
+        }
+        if let Some(variance) = tree.get(&Quantity::WithinTupleVar) {
+            push(CSS_WITHIN_TUPLE_VAR, "overall", "all", ratio(all(variance)));
+            for family in families.css {
+                if let Some(by) = variance.get(family) {
+                    push(
+                        CSS_WITHIN_TUPLE_VAR,
+                        "family",
+                        family,
+                        ratio(by.values().copied().collect()),
+                    );
                 }
             }
         }

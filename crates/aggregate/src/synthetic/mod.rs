@@ -129,6 +129,7 @@ impl Shape {
                 mode: mode_name.clone(),
                 case_id: case_id.clone(),
                 variant_id: format!("{case_id}-{intervention}-r{replicate}"),
+                sample: 0,
                 intervention: intervention.to_string(),
                 family: family.to_string(),
                 catalog_hash: "catalog-synthetic".into(),

@@ -278,7 +278,9 @@ pub fn infer_config(
             seed: Some(pipeline.seed),
             max_tokens: subject.max_tokens,
             max_steps: subject.max_steps,
+            sample: 0,
         },
+        samples: subject.samples,
         concurrency: subject
             .limits
             .as_ref()

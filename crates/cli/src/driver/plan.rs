@@ -35,7 +35,8 @@ fn count_tuples(
                 .iter()
                 .filter(|(family, _)| runs_family(&run.families, family))
                 .map(|(_, count)| count)
-                .sum();
+                .sum::<u64>()
+                * u64::from(subject.samples.max(1));
             counts.insert((subject.name.clone(), run.mode.as_str().to_string()), tuples);
         }
     }
@@ -107,14 +108,18 @@ struct UnitPlan {
     cost: Option<f64>,
 }
 
-fn answered(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), std::collections::HashSet<String>>> {
+/// The tuples answered per (subject, mode): (variant id, sample).
+type Answered = BTreeMap<(String, String), std::collections::HashSet<(String, u32)>>;
+
+fn answered(run_dir: &Path) -> anyhow::Result<Answered> {
     #[derive(serde::Deserialize)]
     struct Answer {
         subject: String,
         mode: String,
         variant_id: String,
+        sample: u32,
     }
-    let mut done: BTreeMap<(String, String), std::collections::HashSet<String>> = BTreeMap::new();
+    let mut done = Answered::new();
     let Some(responses) = ShardStore::open_existing(
         &run_dir.join("responses"),
         "responses",
@@ -123,11 +128,11 @@ fn answered(run_dir: &Path) -> anyhow::Result<BTreeMap<(String, String), std::co
     else {
         return Ok(done);
     };
-    for batch in responses.read_columns::<Answer>(&["subject", "mode", "variant_id"])? {
+    for batch in responses.read_columns::<Answer>(&["subject", "mode", "variant_id", "sample"])? {
         for answer in batch? {
             done.entry((answer.subject, answer.mode))
                 .or_default()
-                .insert(answer.variant_id);
+                .insert((answer.variant_id, answer.sample));
         }
     }
     Ok(done)
@@ -264,11 +269,17 @@ fn print_plan(
                     if !runs_family(&run.families, family) || !runs_family(&judge.families, family) {
                         continue;
                     }
-                    responses += count;
-                    if family != "baseline" {
-                        pairs += count;
-                        pair_answer_tokens += count * 2 * u64::from(subject.max_tokens);
-                    }
+                    // Every sample is a response; a baseline re-sample is
+                    // also judged against the first baseline answer.
+                    let samples = u64::from(subject.samples.max(1));
+                    responses += count * samples;
+                    let judged = if family == "baseline" {
+                        count * (samples - 1)
+                    } else {
+                        count * samples
+                    };
+                    pairs += judged;
+                    pair_answer_tokens += judged * 2 * u64::from(subject.max_tokens);
                 }
             }
         }
@@ -343,7 +354,7 @@ fn plan_unit(
     families: &[String],
     slice: Slice,
     variants: &ShardStore,
-    done: Option<&std::collections::HashSet<String>>,
+    done: Option<&std::collections::HashSet<(String, u32)>>,
     cache: Option<&ResponseCache>,
     prompts: &Prompts,
     seed: u64,
@@ -366,6 +377,7 @@ fn plan_unit(
         seed: Some(seed),
         max_tokens: subject.max_tokens,
         max_steps: subject.max_steps,
+        sample: 0,
     };
     let calls_per_tuple = match mode {
         Mode::SingleShot => 1,
@@ -388,23 +400,26 @@ fn plan_unit(
             {
                 continue;
             }
-            if done.is_some_and(|done| done.contains(&variant.variant_id)) {
-                unit.done += 1;
-                continue;
+            for sample in 0..subject.samples.max(1) {
+                if done.is_some_and(|done| done.contains(&(variant.variant_id.clone(), sample))) {
+                    unit.done += 1;
+                    continue;
+                }
+                let request =
+                    cfeval_infer::single_shot_request(&variant, prompts, &settings.for_sample(sample));
+                if mode == Mode::SingleShot
+                    && let (Some(identity), Some(cache)) = (&identity, cache)
+                    && cache.path_of(&CacheKey::new(identity, &request)?).is_file()
+                {
+                    cached += 1;
+                    continue;
+                }
+                if mode == Mode::SingleShot && !requests.insert(serde_json::to_string(&request)?) {
+                    repeated += 1;
+                    continue;
+                }
+                input_chars += request_chars(&request);
             }
-            let request = cfeval_infer::single_shot_request(&variant, prompts, &settings);
-            if mode == Mode::SingleShot
-                && let (Some(identity), Some(cache)) = (&identity, cache)
-                && cache.path_of(&CacheKey::new(identity, &request)?).is_file()
-            {
-                cached += 1;
-                continue;
-            }
-            if mode == Mode::SingleShot && !requests.insert(serde_json::to_string(&request)?) {
-                repeated += 1;
-                continue;
-            }
-            input_chars += request_chars(&request);
         }
     }
     let new = unit.tuples.saturating_sub(unit.done);

@@ -167,16 +167,18 @@ fn assert_same_tables(
 }
 
 fn verdict_server() -> BackgroundServer {
-    let responder: cfeval_model::testing::Responder = Arc::new(|model: &str, _prompt: &str| {
-        if model == JUDGE_MODEL {
-            r#"{"score": 1.0, "label": "updated_correct", "rationale": "the plan moved as expected"}"#
-                .to_string()
-        } else {
-            format!(
-                "Assessment for {model}: continue current therapy.\nRECOMMENDATION: continue current therapy"
-            )
-        }
-    });
+    let responder: cfeval_model::testing::Responder = Arc::new(
+        |model: &str, _prompt: &str, _seed: Option<u64>| {
+            if model == JUDGE_MODEL {
+                r#"{"score": 1.0, "label": "updated_correct", "rationale": "the plan moved as expected"}"#
+                    .to_string()
+            } else {
+                format!(
+                    "Assessment for {model}: continue current therapy.\nRECOMMENDATION: continue current therapy"
+                )
+            }
+        },
+    );
     BackgroundServer::start(ServerConfig {
         latency: Duration::from_millis(25),
         responder: Some(responder),

@@ -9,4 +9,5 @@ mod inspect;
 mod judge;
 mod pipeline_files;
 mod python_readers;
+mod samples;
 mod support;

@@ -253,23 +253,24 @@ fn agent_mode_text_protocol_reads_the_variants_chart_and_counts_bad_calls() {
     // A model without native tools, driven by the text protocol: list the sections,
     // ask for one that does not exist (an error fed back and counted), read the
     // biomarkers, then answer from what the tool returned.
-    let responder: cfeval_model::testing::Responder = Arc::new(|_model: &str, last: &str| {
-        let Some(result) = last.strip_prefix("Tool result:\n") else {
-            return "I will look at the chart first.\nACTION: list_chart_sections".to_string();
-        };
-        if result.starts_with("error:") {
-            "ACTION: read_chart_section Biomarkers".to_string()
-        } else if result.contains("HER2") {
-            let plan = if result.contains("HER2 positive") {
-                "trastuzumab"
-            } else {
-                "endocrine therapy"
+    let responder: cfeval_model::testing::Responder =
+        Arc::new(|_model: &str, last: &str, _seed: Option<u64>| {
+            let Some(result) = last.strip_prefix("Tool result:\n") else {
+                return "I will look at the chart first.\nACTION: list_chart_sections".to_string();
             };
-            format!("Reasoning: the chart says {result}\nRecommendation: {plan}")
-        } else {
-            "ACTION: read_chart_section radiology".to_string()
-        }
-    });
+            if result.starts_with("error:") {
+                "ACTION: read_chart_section Biomarkers".to_string()
+            } else if result.contains("HER2") {
+                let plan = if result.contains("HER2 positive") {
+                    "trastuzumab"
+                } else {
+                    "endocrine therapy"
+                };
+                format!("Reasoning: the chart says {result}\nRecommendation: {plan}")
+            } else {
+                "ACTION: read_chart_section radiology".to_string()
+            }
+        });
     let server = BackgroundServer::start(ServerConfig {
         responder: Some(responder),
         ..ServerConfig::default()

@@ -101,6 +101,7 @@ fn response(
         mode: "single_shot".into(),
         case_id: case_id.into(),
         variant_id: format!("{case_id}-{intervention}"),
+        sample: 0,
         intervention: intervention.into(),
         family: family.into(),
         catalog_hash: CATALOG.into(),

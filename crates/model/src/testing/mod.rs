@@ -116,9 +116,11 @@ impl FaultRates {
     }
 }
 
-/// Computes the answer text from the model name and the last user text (replaces the
-/// default `"[<model>] <text>"`), e.g. to return a judge's JSON verdict.
-pub type Responder = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
+/// Computes the answer text from the model name, the last user text and the
+/// request's `seed` (OpenAI protocol; `None` when absent), replacing the default
+/// `"[<model>] <text>"`: e.g. to return a judge's JSON verdict, or to answer
+/// differently per seed as a sampling model does.
+pub type Responder = Arc<dyn Fn(&str, &str, Option<u64>) -> String + Send + Sync>;
 
 /// How the server behaves.
 #[derive(Clone)]

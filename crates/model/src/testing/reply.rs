@@ -92,7 +92,7 @@ pub(super) fn reply(
         .filter(|_| !has_tool_result(protocol, messages))
         .filter(|_| matches!(answer, Answer::Normal | Answer::BadToolJson));
     let mut text = match responder {
-        Some(responder) => responder(model, &user),
+        Some(responder) => responder(model, &user, body.get("seed").and_then(Value::as_u64)),
         None => format!("[{model}] {user}"),
     };
     let mut stopped = "stop";

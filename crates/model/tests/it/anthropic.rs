@@ -95,9 +95,10 @@ async fn json_schema_output_comes_back_as_text() {
 
 #[tokio::test]
 async fn a_responder_sets_the_answer_text_for_both_protocols() {
-    let responder: cfeval_model::testing::Responder = std::sync::Arc::new(|model: &str, user: &str| {
-        format!("{{\"model\":\"{model}\",\"len\":{}}}", user.len())
-    });
+    let responder: cfeval_model::testing::Responder =
+        std::sync::Arc::new(|model: &str, user: &str, _seed: Option<u64>| {
+            format!("{{\"model\":\"{model}\",\"len\":{}}}", user.len())
+        });
     let server = server(ServerConfig {
         responder: Some(responder),
         ..ServerConfig::default()

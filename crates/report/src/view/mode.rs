@@ -25,6 +25,9 @@ pub struct ModeView {
     pub scores: TableView,
     /// Judgments left out of the estimates, per family.
     pub left_out: TableView,
+    /// Repeated samples: how much a subject's answers vary on one chart
+    /// (only when a subject answered tuples more than once).
+    pub samples: Option<TableView>,
     pub slope: PlotView,
     pub spearman: Option<String>,
     /// How likely the CSS ranking differs from the CMS ranking.
@@ -121,6 +124,39 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
     }
     let table = table.or_unavailable("no per-subject estimates in this mode");
     let left_out_table = left_out_by_family(scores, mode, judge, &subjects, &under);
+
+    // Repeated samples.
+    let mut samples = TableView::new(
+        &format!(
+            "Repeated samples ({under}): how often a subject's plan moves when the same chart is \
+             asked again (baseline re-samples judged against the first answer), CSS net of that \
+             rate (CSS − re-sample shift, paired), and the mean within-tuple variance of CSS"
+        ),
+        &[
+            "Subject",
+            "CSS (A–E)",
+            "Re-sample shift",
+            "CSS net of re-sample shift",
+            "Within-tuple variance",
+            "Re-samples judged",
+        ],
+    );
+    for &(subject, control) in &subjects {
+        let shift = overall(subject, "resample_shift");
+        let variance = overall(subject, "css_within_tuple_var");
+        if shift.is_none() && variance.is_none() {
+            continue;
+        }
+        samples.rows.push(vec![
+            Cell::subject(subject, control),
+            Cell::estimate(overall(subject, "css")),
+            Cell::estimate(shift),
+            Cell::estimate(overall(subject, "css_net_resample")),
+            Cell::estimate(variance),
+            Cell::number(shift.map_or("—".to_string(), |row| row.n_tuples.to_string())),
+        ]);
+    }
+    let samples = (!samples.rows.is_empty()).then_some(samples);
 
     // Rank slope chart over every subject with both metrics, controls included.
     let both: Vec<(&str, bool, f64, f64)> = subjects
@@ -482,6 +518,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         other_judges: judges.iter().skip(1).map(|judge| judge.to_string()).collect(),
         scores: table,
         left_out: left_out_table,
+        samples,
         slope,
         spearman,
         rank_swap,

@@ -258,7 +258,7 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
         (any::<u64>(), any::<u64>(), finite(), any::<u64>()),
         proptest::collection::vec(trace_step(), 0..4),
         proptest::collection::vec(text(), 0..3),
-        any::<u32>(),
+        (any::<u32>(), any::<u32>()),
     )
         .prop_map(
             |(
@@ -268,7 +268,7 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
                 (input_tokens, output_tokens, cost_usd, latency_ms),
                 trace,
                 sections_read,
-                tool_errors,
+                (tool_errors, sample),
             )| ResponseRow {
                 run,
                 subject,
@@ -276,6 +276,7 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
                 mode,
                 case_id,
                 variant_id,
+                sample,
                 intervention,
                 family,
                 catalog_hash,
@@ -332,14 +333,14 @@ pub fn judgment_row() -> impl Strategy<Value = JudgmentRow> {
             proptest::option::of(any::<bool>()),
             proptest::option::of(any::<bool>()),
         ),
-        (opt_text(), opt_text(), opt_text()),
+        (opt_text(), opt_text(), opt_text(), any::<u32>()),
     )
         .prop_map(
             |(
                 (run, judge, subject, is_control, mode, case_id, variant_id, intervention),
                 (family, catalog_hash, metric, score, label, rationale),
                 (status, error, prompt_hash, changed, decisive_section_read),
-                (decided_by, baseline_plan_source, plan_source),
+                (decided_by, baseline_plan_source, plan_source, sample),
             )| JudgmentRow {
                 run,
                 judge,
@@ -348,6 +349,7 @@ pub fn judgment_row() -> impl Strategy<Value = JudgmentRow> {
                 mode,
                 case_id,
                 variant_id,
+                sample,
                 intervention,
                 family,
                 catalog_hash,
@@ -425,6 +427,7 @@ pub fn numbered_judgment(i: u64) -> JudgmentRow {
         mode: "single_shot".into(),
         case_id: format!("case-{}", i % 224),
         variant_id: format!("variant-{i}"),
+        sample: 0,
         intervention: format!("A{}", i % 3 + 1),
         family: "A".into(),
         catalog_hash: "c".repeat(8),
