@@ -66,66 +66,68 @@ pub fn cancer_type(
 
 /// The primary cancer type from an organ and a histology written near each
 /// other (`adenocarcinoma of the RUL`, `low rectal adenocarcinoma`,
-/// `pancreatic tail adenocarcinoma`). An organ beside a metastasis or lesion
-/// word (`lung metastases`) or a histology after one (`metastatic
-/// adenocarcinoma`) is a deposit, not the primary.
+/// `pancreatic tail adenocarcinoma`): within `window` words, over the
+/// `clauses` given (one clause, or every clause of the note with a wider
+/// window: a specimen header, then its diagnosis). An organ beside a
+/// metastasis or lesion word (`lung metastases`) or a histology after one
+/// (`metastatic adenocarcinoma`) is a deposit, not the primary; clauses
+/// about a relative are skipped.
 pub fn organ_cancer_type(
     lexicon: &Lexicon,
     tokens: &Tokens<'_>,
-    clause: (usize, usize),
+    clauses: &[(usize, usize)],
+    window: usize,
     out: &mut Vec<Found>,
 ) -> bool {
-    if lexicon.family_words.find(tokens, clause.0, clause.1).is_some() {
-        return false;
-    }
-    let deposit = |index: usize| {
+    let deposit = |index: usize, clause: (usize, usize)| {
         (index > clause.0 && lexicon.metastasis_words.starts(tokens, index - 1))
             || lexicon.metastasis_words.starts(tokens, index + 1)
     };
+    let clauses: Vec<(usize, usize)> = clauses
+        .iter()
+        .copied()
+        .filter(|clause| lexicon.family_words.find(tokens, clause.0, clause.1).is_none())
+        .collect();
     let mut histologies = Vec::new();
-    let mut index = clause.0;
-    while index < clause.1 {
-        if let Some(length) = lexicon.histologies.len_at(tokens, index) {
-            if !deposit(index) {
-                histologies.push((index, index + length - 1));
-            }
-            index += length;
-        } else {
-            index += 1;
-        }
-    }
-    if histologies.is_empty() {
-        return false;
-    }
-    let window = lexicon.organ_window;
-    let mut index = clause.0;
-    while index < clause.1 {
-        let Some((length, value)) = lexicon.organs.at(tokens, index) else {
-            index += 1;
-            continue;
-        };
-        let last = index + length - 1;
-        if !deposit(index) && !deposit(last) {
-            let near = histologies.iter().find(|(first, end)| {
-                (*first > last && *first - last <= window) || (*end < index && index - *end <= window)
-            });
-            if let Some(&(first, end)) = near {
-                push(
-                    out,
-                    tokens,
-                    "cancer_type",
-                    "primary",
-                    value,
-                    "affirmed",
-                    "certain",
-                    None,
-                    index.min(first),
-                    last.max(end),
-                );
-                return true;
+    let mut organs = Vec::new();
+    for &clause in &clauses {
+        let mut index = clause.0;
+        while index < clause.1 {
+            if let Some(length) = lexicon.histologies.len_at(tokens, index) {
+                if !deposit(index, clause) {
+                    histologies.push((index, index + length - 1));
+                }
+                index += length;
+            } else if let Some((length, value)) = lexicon.organs.at(tokens, index) {
+                let last = index + length - 1;
+                if !deposit(index, clause) && !deposit(last, clause) {
+                    organs.push((index, last, value));
+                }
+                index += length;
+            } else {
+                index += 1;
             }
         }
-        index += length;
+    }
+    for (index, last, value) in organs {
+        let near = histologies.iter().find(|(first, end)| {
+            (*first > last && *first - last <= window) || (*end < index && index - *end <= window)
+        });
+        if let Some(&(first, end)) = near {
+            push(
+                out,
+                tokens,
+                "cancer_type",
+                "primary",
+                value,
+                "affirmed",
+                "certain",
+                None,
+                index.min(first),
+                last.max(end),
+            );
+            return true;
+        }
     }
     false
 }
@@ -141,6 +143,16 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
     let mut resected_word: Option<usize> = None;
     let mut index = start;
     while index < end {
+        if let Some(length) = words.unfit_cues.len_at(tokens, index) {
+            let reach = (index + length..(index + length + 3).min(end))
+                .find(|&next| words.procedures.starts(tokens, next) || words.words.starts(tokens, next));
+            if let Some(target) = reach {
+                let target_end = target + words.procedures.len_at(tokens, target).unwrap_or(1);
+                unresected.get_or_insert((index, target_end));
+                index = target_end;
+                continue;
+            }
+        }
         if let Some(length) = words.unresected.len_at(tokens, index) {
             unresected.get_or_insert((index, index + length));
             index += length;
@@ -435,26 +447,60 @@ mod tests {
         assert!(run("Mother had breast cancer at 50", cancer_type).is_empty());
     }
 
+    /// The organ rule over each clause, then over the whole note.
+    fn organ(text: &str) -> Vec<(String, String, String)> {
+        let lexicon = Lexicon::builtin().unwrap();
+        let tokens = Tokens::new(text);
+        let clauses = tokens.clauses();
+        let mut out = Vec::new();
+        let _ = clauses
+            .iter()
+            .any(|clause| organ_cancer_type(lexicon, &tokens, &[*clause], lexicon.organ_window, &mut out))
+            || organ_cancer_type(lexicon, &tokens, &clauses, lexicon.organ_reach, &mut out);
+        out.into_iter()
+            .map(|fact| (fact.name, fact.value, text[fact.start..fact.end].to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn an_organ_in_a_header_and_a_histology_below_name_the_primary() {
+        assert_eq!(
+            organ("SPECIMEN: Kidney, left, partial nephrectomy\n- Diagnosis: clear cell carcinoma, grade 2")
+                [0]
+            .1,
+            "renal"
+        );
+        assert!(organ("Mother: ovarian cancer.\nHe has a carcinoma").is_empty());
+    }
+
+    #[test]
+    fn unfit_for_a_procedure_is_unresected() {
+        assert_eq!(
+            run("Judged unfit for pancreatectomy given frailty", surgery)[0].1,
+            "unresected"
+        );
+        assert!(
+            run("Not fit for chemotherapy", surgery)
+                .iter()
+                .all(|fact| fact.1 != "unresected")
+        );
+        assert_eq!(
+            run("Listed for robotic prostatectomy next month", surgery)[0].1,
+            "not_done"
+        );
+    }
+
     #[test]
     fn organ_and_histology_name_the_primary() {
-        let got = run(
-            "Biopsy: adenocarcinoma of the RUL, TTF-1 positive",
-            organ_cancer_type,
-        );
+        let got = organ("Biopsy: adenocarcinoma of the RUL, TTF-1 positive");
         assert_eq!(
             (got[0].1.as_str(), got[0].2.as_str()),
             ("nsclc", "adenocarcinoma of the RUL")
         );
-        assert_eq!(
-            run("distal oesophagus adenocarcinoma", organ_cancer_type)[0].1,
-            "esophageal"
-        );
-        assert_eq!(
-            run("carcinoma arising in the cervix", organ_cancer_type)[0].1,
-            "cervical"
-        );
-        assert!(run("Lung metastases from a known adenocarcinoma", organ_cancer_type).is_empty());
-        assert!(run("liver: metastatic adenocarcinoma", organ_cancer_type).is_empty());
+        assert_eq!(organ("distal oesophagus adenocarcinoma")[0].1, "esophageal");
+        assert_eq!(organ("carcinoma arising in the cervix")[0].1, "cervical");
+        assert!(organ("Lung metastases from a known adenocarcinoma").is_empty());
+        assert!(organ("liver: metastatic adenocarcinoma").is_empty());
     }
 
     #[test]

@@ -216,6 +216,7 @@ pub struct MetastaticWords {
 pub struct SurgeryWords {
     pub procedures: Words,
     pub unresected: Words,
+    pub unfit_cues: Words,
     pub words: Words,
     pub not_done_cues: Words,
     pub negations: Words,
@@ -254,6 +255,7 @@ pub struct Lexicon {
     pub organs: PhraseSet<String>,
     pub histologies: Words,
     pub organ_window: usize,
+    pub organ_reach: usize,
     pub family_words: Words,
     pub metastasis_words: Words,
     pub staging: StagingWords,
@@ -276,6 +278,7 @@ struct RawLexicon {
     organs: BTreeMap<String, Vec<RawPhrase>>,
     histologies: Vec<RawPhrase>,
     organ_window: usize,
+    organ_reach: usize,
     family_words: Vec<RawPhrase>,
     metastasis_words: Vec<RawPhrase>,
     staging: RawStaging,
@@ -322,6 +325,7 @@ struct RawMetastatic {
 struct RawSurgery {
     procedures: Vec<RawPhrase>,
     unresected: Vec<RawPhrase>,
+    unfit_cues: Vec<RawPhrase>,
     words: Vec<RawPhrase>,
     not_done_cues: Vec<RawPhrase>,
     negations: Vec<RawPhrase>,
@@ -503,6 +507,7 @@ impl Lexicon {
             organs: labelled(raw.organs),
             histologies: words(raw.histologies),
             organ_window: raw.organ_window,
+            organ_reach: raw.organ_reach,
             family_words: words(raw.family_words),
             metastasis_words: words(raw.metastasis_words),
             staging: StagingWords {
@@ -529,6 +534,7 @@ impl Lexicon {
             surgery: SurgeryWords {
                 procedures: words(raw.surgery.procedures),
                 unresected: words(raw.surgery.unresected),
+                unfit_cues: words(raw.surgery.unfit_cues),
                 words: words(raw.surgery.words),
                 not_done_cues: words(raw.surgery.not_done_cues),
                 negations: words(raw.surgery.negations),
@@ -692,7 +698,7 @@ mod tests {
             message.contains("test.yaml") && message.contains("line"),
             "{message}"
         );
-        let bad = BUILTIN_EXTRACT_YAML.replacen("organ_window: 4", "organ_window: 4\nunknown_list: []", 1);
+        let bad = BUILTIN_EXTRACT_YAML.replacen("organ_window: 6", "organ_window: 6\nunknown_list: []", 1);
         assert!(Lexicon::parse(&bad, "test.yaml", BUILTIN_ONTOLOGY_YAML, "ontology").is_err());
         let bad = BUILTIN_EXTRACT_YAML.replacen("markers: [ER, PR, HER2]", "markers: [ER, PR, HER3]", 1);
         let error = Lexicon::parse(&bad, "test.yaml", BUILTIN_ONTOLOGY_YAML, "ontology").unwrap_err();

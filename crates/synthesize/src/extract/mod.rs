@@ -99,11 +99,13 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
         clinical::findings(lexicon, &tokens, clause, &mut found);
     }
     if cancer.is_none() {
-        for &clause in &clauses {
-            if clinical::organ_cancer_type(lexicon, &tokens, clause, &mut found) {
-                cancer = found.last().map(|fact| fact.value.clone());
-                break;
-            }
+        let by_clause = clauses.iter().any(|clause| {
+            clinical::organ_cancer_type(lexicon, &tokens, &[*clause], lexicon.organ_window, &mut found)
+        });
+        if by_clause
+            || clinical::organ_cancer_type(lexicon, &tokens, &clauses, lexicon.organ_reach, &mut found)
+        {
+            cancer = found.last().map(|fact| fact.value.clone());
         }
     }
     staging::resolve(lexicon, &tokens, cancer.as_deref(), &stage_notes, &mut found);
