@@ -51,7 +51,10 @@ pub struct Fact {
     pub span_end: u64,
     /// The exact supporting substring of `source_text`.
     pub span_text: String,
-    /// Who produced the fact: `rule`, `llm`, `reference`.
+    /// Who produced the fact: `rule` (read by the rule extractor), `derived`
+    /// (computed by the rule extractor from what it read: a stage group from
+    /// the TNM through the AJCC tables, stage IV from metastasis, `metastatic`
+    /// from a stage group), `llm`, `reference`.
     pub origin: String,
 }
 

@@ -36,13 +36,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let dir = tempfile::tempdir()?;
+    // Each copy gets its own id: intake quarantines every copy of a
+    // duplicate id.
     let mut jsonl = String::new();
-    for case in &cases {
-        jsonl.push_str(&serde_json::to_string(case)?);
-        jsonl.push('\n');
+    for repeat in 0..REPEAT {
+        for case in &cases {
+            let mut copy = case.clone();
+            copy.id = format!("{}-x{repeat}", case.id);
+            jsonl.push_str(&serde_json::to_string(&copy)?);
+            jsonl.push('\n');
+        }
     }
     let input = dir.path().join("cohort_x100.jsonl");
-    std::fs::write(&input, jsonl.repeat(REPEAT))?;
+    std::fs::write(&input, jsonl)?;
     let started = Instant::now();
     let report = cfeval_synthesize::run(&Config::default(), &[input], &dir.path().join("run"))?;
     let seconds = started.elapsed().as_secs_f64();

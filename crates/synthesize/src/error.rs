@@ -40,6 +40,17 @@ pub enum Error {
     },
     #[error("failed to encode the cohort as JSON")]
     Json(#[from] serde_json::Error),
+    /// The extractor lexicon (or the ontology it takes drug names from)
+    /// is not valid YAML of its shape; the source names the line.
+    #[error("failed to parse the extractor lexicon {origin}")]
+    LexiconParse {
+        origin: String,
+        #[source]
+        source: serde_norway::Error,
+    },
+    /// The extractor lexicon parsed but says something impossible.
+    #[error("invalid extractor lexicon {origin}: {message}")]
+    Lexicon { origin: String, message: String },
     #[error("invalid configuration: {0}")]
     Config(String),
 }

@@ -99,6 +99,7 @@ pub fn run_with_sources(
     if config.max_case_bytes == 0 {
         return Err(Error::Config("max_case_bytes must be at least 1".into()));
     }
+    extract::lexicon::Lexicon::builtin()?;
     let expanded = input::expand(inputs, config.follow_symlinks, &[run_dir.to_path_buf()])?;
     let files = &expanded.files;
     let mut hashes = Vec::new();

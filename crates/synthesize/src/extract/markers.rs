@@ -3,158 +3,12 @@
 //! `PD-L1 TPS 60%`, `MSI-H`, `pMMR`, `triple-negative`, `BRAF pending`.
 
 use super::Found;
+use super::lexicon::Lexicon;
 use super::text::Tokens;
 
-/// How a marker mention reads: its canonical name, and a value when the
-/// mention itself carries one (`MSS`, `dMMR`).
-struct MarkerPhrase {
-    words: &'static [&'static str],
-    name: &'static str,
-    /// The mention must be written exactly so (short ambiguous words).
-    exact: Option<&'static str>,
-    fixed: Option<&'static str>,
-}
-
-const fn marker(words: &'static [&'static str], name: &'static str) -> MarkerPhrase {
-    MarkerPhrase {
-        words,
-        name,
-        exact: None,
-        fixed: None,
-    }
-}
-
-const fn fixed(words: &'static [&'static str], name: &'static str, value: &'static str) -> MarkerPhrase {
-    MarkerPhrase {
-        words,
-        name,
-        exact: None,
-        fixed: Some(value),
-    }
-}
-
-/// Longer phrases first where they share a first word.
-const MARKERS: &[MarkerPhrase] = &[
-    marker(&["her2", "/", "neu"], "HER2"),
-    marker(&["her", "-", "2"], "HER2"),
-    marker(&["her2neu"], "HER2"),
-    marker(&["her2"], "HER2"),
-    marker(&["erbb2"], "HER2"),
-    marker(&["estrogen", "receptor"], "ER"),
-    marker(&["oestrogen", "receptor"], "ER"),
-    MarkerPhrase {
-        words: &["er"],
-        name: "ER",
-        exact: Some("ER"),
-        fixed: None,
-    },
-    marker(&["progesterone", "receptor"], "PR"),
-    marker(&["pgr"], "PR"),
-    MarkerPhrase {
-        words: &["pr"],
-        name: "PR",
-        exact: Some("PR"),
-        fixed: None,
-    },
-    marker(&["pd", "-", "l1"], "PD-L1"),
-    marker(&["pdl1"], "PD-L1"),
-    marker(&["tumor", "proportion", "score"], "PD-L1"),
-    marker(&["tumour", "proportion", "score"], "PD-L1"),
-    marker(&["combined", "positive", "score"], "PD-L1"),
-    marker(&["egfr"], "EGFR"),
-    fixed(&["eml4", "-", "alk"], "ALK", "positive"),
-    marker(&["alk"], "ALK"),
-    marker(&["ros1"], "ROS1"),
-    marker(&["kras"], "KRAS"),
-    marker(&["nras"], "NRAS"),
-    marker(&["braf"], "BRAF"),
-    marker(&["brca1"], "BRCA"),
-    marker(&["brca2"], "BRCA"),
-    marker(&["brca"], "BRCA"),
-    fixed(&["microsatellite", "stable"], "MSI", "negative"),
-    fixed(&["microsatellite", "-", "stable"], "MSI", "negative"),
-    marker(&["microsatellite", "instability"], "MSI"),
-    marker(&["msi"], "MSI"),
-    fixed(&["mss"], "MSI", "negative"),
-    fixed(&["dmmr"], "MSI", "positive"),
-    fixed(&["pmmr"], "MSI", "negative"),
-    fixed(&["loss", "of", "mlh1"], "MSI", "positive"),
-    fixed(&["loss", "of", "msh2"], "MSI", "positive"),
-    fixed(&["loss", "of", "msh6"], "MSI", "positive"),
-    fixed(&["loss", "of", "pms2"], "MSI", "positive"),
-    marker(&["mismatch", "repair"], "MSI"),
-    marker(&["mmr"], "MSI"),
-];
-
-const TRIPLE_NEGATIVE: [&[&str]; 2] = [&["triple", "-", "negative"], &["triple", "negative"]];
-
-/// Status words, longest first.
-const STATUSES: &[(&[&str], &str)] = &[
-    (&["non", "-", "amplified"], "negative"),
-    (&["not", "amplified"], "negative"),
-    (&["nonamplified"], "negative"),
-    (&["wild", "-", "type"], "negative"),
-    (&["wild", "type"], "negative"),
-    (&["wildtype"], "negative"),
-    (&["wt"], "negative"),
-    (&["not", "detected"], "negative"),
-    (&["not", "mutated"], "negative"),
-    (&["not", "rearranged"], "negative"),
-    (&["not", "expressed"], "negative"),
-    (&["negative"], "negative"),
-    (&["neg"], "negative"),
-    (&["proficient"], "negative"),
-    (&["intact"], "negative"),
-    (&["retained"], "negative"),
-    (&["stable"], "negative"),
-    (&["not", "tested"], "unknown"),
-    (&["not", "assessed"], "unknown"),
-    (&["not", "performed"], "unknown"),
-    (&["not", "done"], "unknown"),
-    (&["not", "available"], "unknown"),
-    (&["pending"], "unknown"),
-    (&["unknown"], "unknown"),
-    (&["awaited"], "unknown"),
-    (&["unavailable"], "unknown"),
-    (&["insufficient"], "unknown"),
-    (&["failed"], "unknown"),
-    (&["equivocal"], "equivocal"),
-    (&["borderline"], "equivocal"),
-    (&["indeterminate"], "equivocal"),
-    (&["positive"], "positive"),
-    (&["pos"], "positive"),
-    (&["amplified"], "positive"),
-    (&["amplification"], "positive"),
-    (&["mutated"], "positive"),
-    (&["mutant"], "positive"),
-    (&["rearranged"], "positive"),
-    (&["rearrangement"], "positive"),
-    (&["fusion"], "positive"),
-    (&["detected"], "positive"),
-    (&["deficient"], "positive"),
-    (&["deficiency"], "positive"),
-    (&["overexpressed"], "positive"),
-    (&["overexpression"], "positive"),
-    (&["deletion"], "positive"),
-    (&["insertion"], "positive"),
-    (&["high"], "positive"),
-];
-
-/// Words that may sit before a marker after a negation (`no actionable EGFR`).
-const NEGATION_FILLERS: &[&str] = &[
-    "actionable",
-    "targetable",
-    "detectable",
-    "known",
-    "evidence",
-    "of",
-    "an",
-    "a",
-];
-
 #[derive(Debug, Clone)]
-struct Mention {
-    name: &'static str,
+struct Mention<'l> {
+    name: &'l str,
     fixed: Option<&'static str>,
     first: usize,
     /// One past the last token.
@@ -170,29 +24,22 @@ struct Status {
     end: usize,
 }
 
-fn marker_at(tokens: &Tokens<'_>, index: usize) -> Option<Mention> {
-    let first_word = tokens.lower(index);
-    MARKERS.iter().find_map(|phrase| {
-        if phrase.words[0] != first_word || !tokens.matches(index, phrase.words) {
-            return None;
-        }
-        if let Some(exact) = phrase.exact
-            && tokens.raw(index) != exact
-        {
-            return None;
-        }
-        // `PD-L1` must not read as `PD` + `-`, and `ER` inside `HER2` never
-        // arises (tokens are whole words).
-        Some(Mention {
-            name: phrase.name,
-            fixed: phrase.fixed,
-            first: index,
-            end: index + phrase.words.len(),
-        })
+fn marker_at<'l>(lexicon: &'l Lexicon, tokens: &Tokens<'_>, index: usize) -> Option<Mention<'l>> {
+    let (length, marker) = lexicon.markers.markers.at(tokens, index)?;
+    Some(Mention {
+        name: &marker.name,
+        fixed: marker.fixed,
+        first: index,
+        end: index + length,
     })
 }
 
-fn status_at(tokens: &Tokens<'_>, index: usize, marker: &str) -> Option<(&'static str, usize)> {
+fn status_at<'l>(
+    lexicon: &'l Lexicon,
+    tokens: &Tokens<'_>,
+    index: usize,
+    marker: &str,
+) -> Option<(&'l str, usize)> {
     let word = tokens.lower(index);
     if marker == "MSI" {
         match word {
@@ -207,9 +54,11 @@ fn status_at(tokens: &Tokens<'_>, index: usize, marker: &str) -> Option<(&'stati
     if is_variant(tokens.raw(index)) {
         return Some(("positive", 1));
     }
-    STATUSES.iter().find_map(|(words, value)| {
-        (words[0] == word && tokens.matches(index, words)).then_some((*value, words.len()))
-    })
+    lexicon
+        .markers
+        .statuses
+        .at(tokens, index)
+        .map(|(length, value)| (value.as_str(), length))
 }
 
 /// `V600E`, `G12C`, `L858R`: a protein change names a mutation.
@@ -244,20 +93,20 @@ fn number_at(tokens: &Tokens<'_>, index: usize) -> Option<f64> {
 }
 
 /// Finds every biomarker fact in the clause `clause` (token range).
-pub fn extract(tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
+pub fn extract(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
     let (start, end) = clause;
     let mut mentions: Vec<Mention> = Vec::new();
     let mut index = start;
     while index < end {
-        if let Some(words) = TRIPLE_NEGATIVE.iter().find(|words| tokens.matches(index, words)) {
-            let last = index + words.len() - 1;
-            for name in ["ER", "PR", "HER2"] {
-                out.push(found(tokens, name, "negative", None, index, last));
+        if let Some((length, shorthand)) = lexicon.markers.shorthand.at(tokens, index) {
+            let last = index + length - 1;
+            for name in &shorthand.markers {
+                out.push(found(tokens, name, &shorthand.value, None, index, last));
             }
-            index += words.len();
+            index += length;
             continue;
         }
-        if let Some(mention) = marker_at(tokens, index) {
+        if let Some(mention) = marker_at(lexicon, tokens, index) {
             index = mention.end;
             // `PD-L1 tumor proportion score`: one mention of one marker.
             match mentions.last_mut() {
@@ -287,8 +136,8 @@ pub fn extract(tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>
     let own_status = |index: usize| {
         let mention = &mentions[index];
         let limit = mentions.get(index + 1).map_or(end, |next| next.first);
-        attached(tokens, mention.end, end, mention.name).is_some()
-            || forward(tokens, mention.end, limit, end, mention.name).is_some()
+        attached(lexicon, tokens, mention.end, end, mention.name).is_some()
+            || forward(lexicon, tokens, mention.end, limit, end, mention.name).is_some()
     };
     // Mentions with no status of their own that share the next group's
     // (`ER, PR positive`).
@@ -315,6 +164,7 @@ pub fn extract(tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>
         while group_end < mentions.len()
             && mentions[group_end].fixed.is_none()
             && attached(
+                lexicon,
                 tokens,
                 mentions[group_end - 1].end,
                 end,
@@ -330,10 +180,10 @@ pub fn extract(tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>
         let last_end = mentions[group_end - 1].end;
         let name = mentions[position].name;
         let next_marker = mentions.get(group_end).map_or(end, |next| next.first);
-        let status = attached(tokens, last_end, end, name)
-            .or_else(|| negated_before(tokens, first, start, last_end, next_marker))
-            .or_else(|| status_for_before(tokens, first, start, name))
-            .or_else(|| forward(tokens, last_end, next_marker, end, name));
+        let status = attached(lexicon, tokens, last_end, end, name)
+            .or_else(|| negated_before(lexicon, tokens, first, start, last_end, next_marker))
+            .or_else(|| status_for_before(lexicon, tokens, first, start, name))
+            .or_else(|| forward(lexicon, tokens, last_end, next_marker, end, name));
         match status {
             Some(status) => {
                 let span_first = status.first.min(first);
@@ -387,12 +237,20 @@ fn found(
         detail,
         start,
         end,
+        derived: false,
+        key: None,
     }
 }
 
 /// A status written onto the marker: `HER2+`, `ER-`, `ER-neg`, `MSI-H`,
 /// `EGFR-mutant`.
-fn attached(tokens: &Tokens<'_>, after: usize, clause_end: usize, marker: &str) -> Option<Status> {
+fn attached(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    after: usize,
+    clause_end: usize,
+    marker: &str,
+) -> Option<Status> {
     if after >= clause_end {
         return None;
     }
@@ -412,7 +270,7 @@ fn attached(tokens: &Tokens<'_>, after: usize, clause_end: usize, marker: &str) 
                 .get(next)
                 .is_some_and(|next| !next.space_before && next.word);
             if glued && next < clause_end {
-                let (value, length) = status_at(tokens, next, marker)?;
+                let (value, length) = status_at(lexicon, tokens, next, marker)?;
                 Some(Status {
                     value: value.into(),
                     detail: None,
@@ -434,6 +292,7 @@ fn attached(tokens: &Tokens<'_>, after: usize, clause_end: usize, marker: &str) 
 
 /// `no EGFR mutation`, `no actionable EGFR/ALK alterations`.
 fn negated_before(
+    lexicon: &Lexicon,
     tokens: &Tokens<'_>,
     first: usize,
     clause_start: usize,
@@ -448,22 +307,7 @@ fn negated_before(
         if word == "no" || word == "without" {
             // Take the noun after the marker into the span (`mutation`).
             let mut end = group_end;
-            while end < limit
-                && end < group_end + 2
-                && matches!(
-                    tokens.lower(end),
-                    "mutation"
-                        | "mutations"
-                        | "rearrangement"
-                        | "rearrangements"
-                        | "alteration"
-                        | "alterations"
-                        | "fusion"
-                        | "fusions"
-                        | "amplification"
-                        | "expression"
-                )
-            {
+            while end < limit && end < group_end + 2 && lexicon.markers.negated_nouns.starts(tokens, end) {
                 end += 1;
             }
             return Some(Status {
@@ -473,7 +317,7 @@ fn negated_before(
                 end,
             });
         }
-        if !NEGATION_FILLERS.contains(&word) {
+        if !lexicon.markers.negation_fillers.starts(tokens, index) {
             return None;
         }
         skipped += 1;
@@ -482,7 +326,13 @@ fn negated_before(
 }
 
 /// `positive for ER and PR`, `negative for HER2`.
-fn status_for_before(tokens: &Tokens<'_>, first: usize, clause_start: usize, marker: &str) -> Option<Status> {
+fn status_for_before(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    first: usize,
+    clause_start: usize,
+    marker: &str,
+) -> Option<Status> {
     if first < clause_start + 2 || tokens.lower(first - 1) != "for" {
         return None;
     }
@@ -493,7 +343,7 @@ fn status_for_before(tokens: &Tokens<'_>, first: usize, clause_start: usize, mar
             break;
         }
         let status_first = status_end - length;
-        if let Some((value, matched)) = status_at(tokens, status_first, marker)
+        if let Some((value, matched)) = status_at(lexicon, tokens, status_first, marker)
             && matched == length
         {
             let adverb = status_first > clause_start
@@ -515,6 +365,7 @@ fn status_for_before(tokens: &Tokens<'_>, first: usize, clause_start: usize, mar
 /// The status after the marker: `HER2 3+`, `ER positive (90%)`, `EGFR exon
 /// 19 deletion`, `PD-L1 high (TPS 80%)`, `HER2 IHC 2+, FISH non-amplified`.
 fn forward(
+    lexicon: &Lexicon,
     tokens: &Tokens<'_>,
     from: usize,
     limit: usize,
@@ -522,7 +373,7 @@ fn forward(
     marker: &str,
 ) -> Option<Status> {
     let stop = limit.min(clause_end).min(from + 9);
-    let mut word_status: Option<(&'static str, usize, usize)> = None;
+    let mut word_status: Option<(&str, usize, usize)> = None;
     let mut number: Option<(f64, bool, usize, usize, bool)> = None; // value, below, first, end, percent
     let mut cps = false;
     let mut ihc_score: Option<(u32, usize, usize)> = None;
@@ -582,7 +433,7 @@ fn forward(
             index = end;
             continue;
         }
-        if let Some((value, length)) = status_at(tokens, index, marker) {
+        if let Some((value, length)) = status_at(lexicon, tokens, index, marker) {
             if word_status.is_none() {
                 word_status = Some((value, index, index + length));
             }
@@ -595,7 +446,14 @@ fn forward(
         index += 1;
     }
     if let Some((score, first, end)) = ihc_score {
-        return Some(her2_ihc(tokens, score, first, end, limit.min(clause_end)));
+        return Some(her2_ihc(
+            lexicon,
+            tokens,
+            score,
+            first,
+            end,
+            limit.min(clause_end),
+        ));
     }
     if let Some((value, below, first, end, percent)) = number
         && matches!(marker, "PD-L1" | "ER" | "PR")
@@ -655,7 +513,14 @@ fn forward(
 }
 
 /// HER2 by IHC score, with an ISH result settling 2+.
-fn her2_ihc(tokens: &Tokens<'_>, score: u32, first: usize, end: usize, limit: usize) -> Status {
+fn her2_ihc(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    score: u32,
+    first: usize,
+    end: usize,
+    limit: usize,
+) -> Status {
     let detail = Some(format!("IHC {score}+"));
     let value = match score {
         3 => "positive",
@@ -666,10 +531,10 @@ fn her2_ihc(tokens: &Tokens<'_>, score: u32, first: usize, end: usize, limit: us
         let stop = limit.min(end + 10);
         let mut index = end;
         while index < stop {
-            if matches!(tokens.lower(index), "fish" | "ish" | "sish" | "cish" | "ddish") {
+            if lexicon.markers.ish_words.starts(tokens, index) {
                 let mut look = index + 1;
                 while look < stop {
-                    if let Some((value, length)) = status_at(tokens, look, "HER2") {
+                    if let Some((value, length)) = status_at(lexicon, tokens, look, "HER2") {
                         let value = if value == "unknown" { "equivocal" } else { value };
                         return Status {
                             value: value.into(),
@@ -699,8 +564,9 @@ mod tests {
     fn statuses(text: &str) -> Vec<(String, String)> {
         let tokens = Tokens::new(text);
         let mut out = Vec::new();
+        let lexicon = Lexicon::builtin().unwrap();
         for clause in tokens.clauses() {
-            extract(&tokens, clause, &mut out);
+            extract(lexicon, &tokens, clause, &mut out);
         }
         for fact in &out {
             assert!(text.get(fact.start..fact.end).is_some());
@@ -788,8 +654,9 @@ mod tests {
     fn pdl1_levels() {
         let tokens = Tokens::new("PD-L1 (22C3) tumor cells 45%; PD-L1 CPS of 3; PD-L1 less than 1%");
         let mut out = Vec::new();
+        let lexicon = Lexicon::builtin().unwrap();
         for clause in tokens.clauses() {
-            extract(&tokens, clause, &mut out);
+            extract(lexicon, &tokens, clause, &mut out);
         }
         let details: Vec<(&str, Option<&str>)> = out
             .iter()

@@ -1,13 +1,23 @@
 //! The fact extractor: a rule-based pass, plus any extra [`FactSource`]s
 //! (an LLM-assisted pass later), all checked by the same span verification.
+//!
+//! The rules read a note with the word lists of [`lexicon::Lexicon`]
+//! (`data/extract/oncology.yaml`, drug names from the ontology) and stage
+//! with the AJCC tables of `cfeval_guidelines::staging`. A fact the rules
+//! compute from other facts rather than read (a stage group from a TNM) has
+//! `origin = derived`; every other rule fact has `origin = rule`.
 
 mod clinical;
+pub mod lexicon;
+mod lines;
 mod markers;
 pub mod sections;
+mod staging;
 pub mod text;
 
 use cfeval_schema::{Fact, Section};
 
+use lexicon::Lexicon;
 use text::Tokens;
 
 /// A fact found by a rule, before it is placed in a section.
@@ -22,6 +32,10 @@ pub struct Found {
     /// Byte offsets into the source text.
     pub start: usize,
     pub end: usize,
+    /// Computed from other facts (`origin = derived`), not read.
+    pub derived: bool,
+    /// What makes two facts of a kind the same (a prior line's drugs).
+    pub key: Option<String>,
 }
 
 /// A source of facts over a case's text. The rule-based extractor is one;
@@ -50,41 +64,71 @@ impl FactSource for RuleExtractor {
     }
 }
 
-/// Runs every rule over the text and places the facts in sections.
+/// Runs every rule over the text and places the facts in sections, with
+/// the built-in lexicon (no facts, and an error logged, if it cannot load;
+/// `crate::run` refuses to start then).
 pub fn extract_facts(source_text: &str, sections: &[Section]) -> Vec<Fact> {
+    match Lexicon::builtin() {
+        Ok(lexicon) => extract_facts_with(lexicon, source_text, sections),
+        Err(error) => {
+            tracing::error!(%error, "the extractor lexicon did not load");
+            Vec::new()
+        }
+    }
+}
+
+/// Runs every rule over the text with `lexicon`.
+pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Section]) -> Vec<Fact> {
     let tokens = Tokens::new(source_text);
     let clauses = tokens.clauses();
     let mut found = Vec::new();
-    let (mut cancer, mut stage, mut tnm, mut metastatic, mut surgery, mut ecog) =
-        (false, false, false, false, false, false);
+    let mut stage_notes = staging::StageNotes::default();
+    let (mut cancer, mut surgery, mut ecog) = (None, false, false);
     for &clause in &clauses {
-        cancer = cancer || clinical::cancer_type(&tokens, clause, &mut found);
-        stage = stage || clinical::stage_group(&tokens, clause, &mut found);
-        tnm = tnm || clinical::tnm(&tokens, clause, &mut found);
-        metastatic = metastatic || clinical::metastatic(&tokens, clause, &mut found);
-        if !surgery && !tokens.is_question(clause) {
-            surgery = clinical::surgery(&tokens, clause, &mut found);
+        if cancer.is_none() && clinical::cancer_type(lexicon, &tokens, clause, &mut found) {
+            cancer = found.last().map(|fact: &Found| fact.value.clone());
         }
-        ecog = ecog || clinical::ecog(&tokens, clause, &mut found);
-        markers::extract(&tokens, clause, &mut found);
-        clinical::prior_lines(&tokens, clause, &mut found);
-        clinical::comorbidities(&tokens, clause, &mut found);
-        clinical::findings(&tokens, clause, &mut found);
+        staging::read_clause(lexicon, &tokens, clause, &mut stage_notes);
+        if !surgery && !tokens.is_question(clause) {
+            surgery = clinical::surgery(lexicon, &tokens, clause, &mut found);
+        }
+        ecog = ecog || clinical::ecog(lexicon, &tokens, clause, &mut found);
+        markers::extract(lexicon, &tokens, clause, &mut found);
+        lines::prior_lines(lexicon, &tokens, clause, &mut found);
+        clinical::comorbidities(lexicon, &tokens, clause, &mut found);
+        clinical::findings(lexicon, &tokens, clause, &mut found);
     }
-    let mut facts: Vec<Fact> = Vec::with_capacity(found.len());
-    for item in found {
-        // One fact per biomarker, comorbidity and finding: the first mention.
-        let duplicate = facts.iter().any(|fact| {
-            fact.kind == item.kind
-                && match item.kind {
-                    "biomarker" | "comorbidity" | "finding" => fact.name == item.name,
-                    "prior_line" => {
-                        normalise_regimen(&fact.name) == normalise_regimen(&item.name)
-                            && fact.value == item.value
-                    }
-                    _ => false,
-                }
+    if cancer.is_none() {
+        let by_clause = clauses.iter().any(|clause| {
+            clinical::organ_cancer_type(lexicon, &tokens, &[*clause], lexicon.organ_window, &mut found)
         });
+        if by_clause
+            || clinical::organ_cancer_type(lexicon, &tokens, &clauses, lexicon.organ_reach, &mut found)
+        {
+            cancer = found.last().map(|fact| fact.value.clone());
+        }
+    }
+    staging::resolve(lexicon, &tokens, cancer.as_deref(), &stage_notes, &mut found);
+    let mut facts: Vec<Fact> = Vec::with_capacity(found.len());
+    let mut seen_lines: Vec<String> = Vec::new();
+    for item in found {
+        // One fact per biomarker, comorbidity and finding: the first mention;
+        // one per regimen (its drugs, however written).
+        let duplicate = match item.kind {
+            "biomarker" | "comorbidity" | "finding" => facts
+                .iter()
+                .any(|fact| fact.kind == item.kind && fact.name == item.name),
+            "prior_line" => {
+                let key = item.key.clone().unwrap_or_else(|| normalise_regimen(&item.name));
+                if seen_lines.contains(&key) {
+                    true
+                } else {
+                    seen_lines.push(key);
+                    false
+                }
+            }
+            _ => false,
+        };
         if duplicate {
             continue;
         }
@@ -99,7 +143,7 @@ pub fn extract_facts(source_text: &str, sections: &[Section]) -> Vec<Fact> {
             span_start: item.start as u64,
             span_end: item.end as u64,
             span_text: source_text[item.start..item.end].to_string(),
-            origin: "rule".to_string(),
+            origin: if item.derived { "derived" } else { "rule" }.to_string(),
         });
     }
     facts
@@ -193,8 +237,28 @@ pub fn locate_span(source_text: &str, needle: &str) -> Option<(usize, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Runs one clause rule over every clause of `text`: (name, value, span
+    /// text) of each fact, every span checked.
+    pub(crate) fn run<R>(
+        text: &str,
+        rule: fn(&Lexicon, &Tokens<'_>, (usize, usize), &mut Vec<Found>) -> R,
+    ) -> Vec<(String, String, String)> {
+        let lexicon = Lexicon::builtin().unwrap();
+        let tokens = Tokens::new(text);
+        let mut out = Vec::new();
+        for clause in tokens.clauses() {
+            let _ = rule(lexicon, &tokens, clause, &mut out);
+        }
+        out.into_iter()
+            .map(|fact| {
+                assert!(text.get(fact.start..fact.end).is_some());
+                (fact.name, fact.value, text[fact.start..fact.end].to_string())
+            })
+            .collect()
+    }
 
     #[test]
     fn facts_carry_verified_spans_and_sections() {

@@ -1,0 +1,707 @@
+//! The rule extractor's lexicon: every word list it reads a note with, loaded
+//! from data (`data/extract/oncology.yaml`, plus the drug and regimen names
+//! of the judge's ontology, `data/ontology/oncology.yaml`, their one owner).
+//!
+//! A phrase is split into tokens the way a note is ([`Tokens`]) and stored
+//! under its first word; matching ignores case, skips a hyphen in the note
+//! between two words of a phrase, and prefers the longest phrase. A phrase
+//! that fails to parse (empty, or a bad `exact` spelling) is refused while
+//! the YAML is read, so the error carries the file's line and column.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use super::text::Tokens;
+use crate::error::{Error, Result};
+
+/// The extractor lexicon shipped with cfeval, compiled in.
+pub const BUILTIN_EXTRACT_YAML: &str = include_str!("../../../../data/extract/oncology.yaml");
+/// The ontology whose `drugs` and `regimens` name the drugs of a prior line.
+pub const BUILTIN_ONTOLOGY_YAML: &str = include_str!("../../../../data/ontology/oncology.yaml");
+
+const EXTRACT_ORIGIN: &str = "data/extract/oncology.yaml (built in)";
+const ONTOLOGY_ORIGIN: &str = "data/ontology/oncology.yaml (built in)";
+
+/// A phrase as lower-case tokens; `exact` holds the raw tokens when the
+/// phrase must be written exactly so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Phrase {
+    words: Vec<String>,
+    exact: Option<Vec<String>>,
+}
+
+impl Phrase {
+    fn parse(text: &str, exact: bool) -> std::result::Result<Self, String> {
+        let tokens = Tokens::new(text);
+        if tokens.is_empty() {
+            return Err(format!("the phrase {text:?} has no words"));
+        }
+        let words: Vec<String> = (0..tokens.len())
+            .map(|index| tokens.lower(index).to_string())
+            .collect();
+        let exact = exact.then(|| {
+            (0..tokens.len())
+                .map(|index| tokens.raw(index).to_string())
+                .collect()
+        });
+        Ok(Phrase { words, exact })
+    }
+
+    /// How many tokens from `index` spell the phrase (a hyphen between two
+    /// of its words is skipped), or `None`.
+    fn match_at(&self, tokens: &Tokens<'_>, index: usize) -> Option<usize> {
+        let mut at = index;
+        for (position, word) in self.words.iter().enumerate() {
+            if position > 0 && word != "-" && tokens.lower(at) == "-" {
+                at += 1;
+            }
+            if tokens.lower(at) != word {
+                return None;
+            }
+            if let Some(exact) = &self.exact
+                && tokens.raw(at) != exact[position]
+            {
+                return None;
+            }
+            at += 1;
+        }
+        Some(at - index)
+    }
+}
+
+/// A phrase in the YAML: parsed while it is read, so a bad one is reported
+/// at its line.
+#[derive(Debug, Clone)]
+struct RawPhrase(Phrase);
+
+impl<'de> Deserialize<'de> for RawPhrase {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Phrase::parse(&text, false)
+            .map(RawPhrase)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// An exactly-written phrase in the YAML.
+#[derive(Debug, Clone)]
+struct ExactPhrase(Phrase);
+
+impl<'de> Deserialize<'de> for ExactPhrase {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Phrase::parse(&text, true)
+            .map(ExactPhrase)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Phrases with a label each, indexed by first word.
+#[derive(Debug, Clone)]
+pub struct PhraseSet<L> {
+    by_first: HashMap<String, Vec<(Phrase, L)>>,
+}
+
+impl<L> Default for PhraseSet<L> {
+    fn default() -> Self {
+        PhraseSet {
+            by_first: HashMap::new(),
+        }
+    }
+}
+
+impl<L: Clone> PhraseSet<L> {
+    fn insert(&mut self, phrase: Phrase, label: L) {
+        let entries = self.by_first.entry(phrase.words[0].clone()).or_default();
+        if !entries.iter().any(|(known, _)| *known == phrase) {
+            entries.push((phrase, label));
+            entries.sort_by_key(|(phrase, _)| std::cmp::Reverse(phrase.words.len()));
+        }
+    }
+
+    fn labelled(lists: impl IntoIterator<Item = (L, Vec<Phrase>)>) -> Self {
+        let mut set = PhraseSet::default();
+        for (label, phrases) in lists {
+            for phrase in phrases {
+                set.insert(phrase, label.clone());
+            }
+        }
+        set
+    }
+
+    /// The longest phrase at token `index`: tokens it covers and its label.
+    pub fn at(&self, tokens: &Tokens<'_>, index: usize) -> Option<(usize, &L)> {
+        let entries = self.by_first.get(tokens.lower(index))?;
+        entries
+            .iter()
+            .find_map(|(phrase, label)| phrase.match_at(tokens, index).map(|length| (length, label)))
+    }
+
+    /// The tokens the longest phrase at `index` covers.
+    pub fn len_at(&self, tokens: &Tokens<'_>, index: usize) -> Option<usize> {
+        self.at(tokens, index).map(|(length, _)| length)
+    }
+
+    /// Whether a phrase starts at `index`.
+    pub fn starts(&self, tokens: &Tokens<'_>, index: usize) -> bool {
+        self.at(tokens, index).is_some()
+    }
+
+    /// The first index in `from..to` where a phrase starts.
+    pub fn find(&self, tokens: &Tokens<'_>, from: usize, to: usize) -> Option<usize> {
+        (from..to).find(|&index| self.starts(tokens, index))
+    }
+}
+
+/// A set of unlabelled phrases.
+pub type Words = PhraseSet<()>;
+
+fn words(phrases: Vec<RawPhrase>) -> Words {
+    PhraseSet::labelled([((), phrases.into_iter().map(|phrase| phrase.0).collect())])
+}
+
+fn labelled(map: BTreeMap<String, Vec<RawPhrase>>) -> PhraseSet<String> {
+    PhraseSet::labelled(
+        map.into_iter()
+            .map(|(label, phrases)| (label, phrases.into_iter().map(|phrase| phrase.0).collect())),
+    )
+}
+
+/// A marker a mention names, and the value the mention carries if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkerName {
+    pub name: String,
+    pub fixed: Option<&'static str>,
+}
+
+/// Receptor shorthand: one phrase, several markers, one value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shorthand {
+    pub markers: Vec<String>,
+    pub value: String,
+}
+
+/// The word lists for stage.
+#[derive(Debug, Clone)]
+pub struct StagingWords {
+    pub words: Words,
+    pub fillers: Words,
+    pub arrows: Words,
+    pub metastatic_group: String,
+    /// TNM prefixes, longest first.
+    pub tnm_prefixes: Vec<String>,
+}
+
+/// The word lists for metastatic status.
+#[derive(Debug, Clone)]
+pub struct MetastaticWords {
+    pub stems: Vec<String>,
+    pub words: Words,
+    pub negations: Words,
+    pub partial: Words,
+    pub organs: Words,
+    pub regional: Words,
+    pub distant: Words,
+    pub sites: Words,
+    pub lesion_words: Words,
+    pub phrases: Words,
+    pub negative_phrases: Words,
+    pub recurrence: Words,
+}
+
+/// The word lists for surgery.
+#[derive(Debug, Clone)]
+pub struct SurgeryWords {
+    pub procedures: Words,
+    pub unresected: Words,
+    pub unfit_cues: Words,
+    pub words: Words,
+    pub not_done_cues: Words,
+    pub negations: Words,
+    pub planned_cues: Words,
+    pub resected_words: Words,
+    pub done_before: Words,
+}
+
+/// The word lists for prior lines; `drugs` label each name with its
+/// canonical drug or regimen.
+#[derive(Debug, Clone)]
+pub struct LineWords {
+    pub drugs: PhraseSet<String>,
+    pub outcomes: PhraseSet<String>,
+    pub ongoing: Words,
+    pub future: Words,
+    pub negations: Words,
+    pub glue: Words,
+}
+
+/// The word lists for biomarkers.
+#[derive(Debug, Clone)]
+pub struct MarkerWords {
+    pub markers: PhraseSet<MarkerName>,
+    pub shorthand: PhraseSet<Shorthand>,
+    pub statuses: PhraseSet<String>,
+    pub negation_fillers: Words,
+    pub negated_nouns: Words,
+    pub ish_words: Words,
+}
+
+/// Everything the rule extractor reads a note with.
+#[derive(Debug, Clone)]
+pub struct Lexicon {
+    pub cancer_types: PhraseSet<String>,
+    pub organs: PhraseSet<String>,
+    pub histologies: Words,
+    pub organ_window: usize,
+    pub organ_reach: usize,
+    pub family_words: Words,
+    pub metastasis_words: Words,
+    pub staging: StagingWords,
+    pub metastatic: MetastaticWords,
+    pub surgery: SurgeryWords,
+    pub lines: LineWords,
+    pub ecog: Words,
+    pub comorbidities: PhraseSet<String>,
+    pub findings: PhraseSet<String>,
+    pub finding_negations: Words,
+    pub uncertain_cues: Words,
+    pub markers: MarkerWords,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLexicon {
+    version: u32,
+    cancer_types: BTreeMap<String, Vec<RawPhrase>>,
+    organs: BTreeMap<String, Vec<RawPhrase>>,
+    histologies: Vec<RawPhrase>,
+    organ_window: usize,
+    organ_reach: usize,
+    family_words: Vec<RawPhrase>,
+    metastasis_words: Vec<RawPhrase>,
+    staging: RawStaging,
+    metastatic: RawMetastatic,
+    surgery: RawSurgery,
+    prior_lines: RawLines,
+    ecog: RawEcog,
+    comorbidities: BTreeMap<String, Vec<RawPhrase>>,
+    findings: BTreeMap<String, Vec<RawPhrase>>,
+    finding_negations: Vec<RawPhrase>,
+    uncertain_cues: Vec<RawPhrase>,
+    biomarkers: RawBiomarkers,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStaging {
+    words: Vec<RawPhrase>,
+    fillers: Vec<RawPhrase>,
+    arrows: Vec<RawPhrase>,
+    metastatic_group: String,
+    tnm_prefixes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetastatic {
+    stems: Vec<String>,
+    words: Vec<RawPhrase>,
+    negations: Vec<RawPhrase>,
+    partial: Vec<RawPhrase>,
+    organs: Vec<RawPhrase>,
+    regional: Vec<RawPhrase>,
+    distant: Vec<RawPhrase>,
+    sites: Vec<RawPhrase>,
+    lesion_words: Vec<RawPhrase>,
+    phrases: Vec<RawPhrase>,
+    negative_phrases: Vec<RawPhrase>,
+    recurrence: Vec<RawPhrase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSurgery {
+    procedures: Vec<RawPhrase>,
+    unresected: Vec<RawPhrase>,
+    unfit_cues: Vec<RawPhrase>,
+    words: Vec<RawPhrase>,
+    not_done_cues: Vec<RawPhrase>,
+    negations: Vec<RawPhrase>,
+    planned_cues: Vec<RawPhrase>,
+    resected_words: Vec<RawPhrase>,
+    done_before: Vec<RawPhrase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLines {
+    progression: Vec<RawPhrase>,
+    progression_exact: Vec<ExactPhrase>,
+    response: Vec<RawPhrase>,
+    response_exact: Vec<ExactPhrase>,
+    ongoing: Vec<RawPhrase>,
+    future: Vec<RawPhrase>,
+    negations: Vec<RawPhrase>,
+    glue: Vec<RawPhrase>,
+    skip_classes: Vec<String>,
+    skip_names: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEcog {
+    words: Vec<RawPhrase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBiomarkers {
+    markers: BTreeMap<String, RawMarker>,
+    shorthand: Vec<RawShorthand>,
+    statuses: BTreeMap<Status, Vec<RawPhrase>>,
+    negation_fillers: Vec<RawPhrase>,
+    negated_nouns: Vec<RawPhrase>,
+    ish_words: Vec<RawPhrase>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Positive,
+    Negative,
+    Equivocal,
+    Unknown,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Positive => "positive",
+            Status::Negative => "negative",
+            Status::Equivocal => "equivocal",
+            Status::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMarker {
+    #[serde(default)]
+    names: Vec<RawPhrase>,
+    #[serde(default)]
+    exact: Vec<ExactPhrase>,
+    #[serde(default)]
+    positive: Vec<RawPhrase>,
+    #[serde(default)]
+    negative: Vec<RawPhrase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShorthand {
+    phrases: Vec<RawPhrase>,
+    markers: Vec<String>,
+    value: Status,
+}
+
+/// The two ontology sections the extractor reads (the judge's loader owns
+/// the rest of the file and its checks).
+#[derive(Deserialize)]
+struct RawOntology {
+    drugs: BTreeMap<String, RawDrug>,
+    regimens: BTreeMap<String, RawRegimen>,
+}
+
+#[derive(Deserialize)]
+struct RawDrug {
+    #[serde(default)]
+    aliases: Vec<String>,
+    #[serde(default)]
+    classes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawRegimen {
+    #[serde(default)]
+    aliases: Vec<String>,
+}
+
+impl Lexicon {
+    /// The built-in lexicon (parsed once per process).
+    pub fn builtin() -> Result<&'static Lexicon> {
+        static CELL: OnceLock<std::result::Result<Lexicon, String>> = OnceLock::new();
+        CELL.get_or_init(|| {
+            Lexicon::parse(
+                BUILTIN_EXTRACT_YAML,
+                EXTRACT_ORIGIN,
+                BUILTIN_ONTOLOGY_YAML,
+                ONTOLOGY_ORIGIN,
+            )
+            .map_err(|error| {
+                let mut message = error.to_string();
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    message.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                message
+            })
+        })
+        .as_ref()
+        .map_err(|message| Error::Lexicon {
+            origin: EXTRACT_ORIGIN.to_string(),
+            message: message.clone(),
+        })
+    }
+
+    /// Parses an extractor lexicon and the ontology it takes drug names
+    /// from; the origins name the files in errors.
+    pub fn parse(text: &str, origin: &str, ontology: &str, ontology_origin: &str) -> Result<Lexicon> {
+        let raw: RawLexicon = serde_norway::from_str(text).map_err(|source| Error::LexiconParse {
+            origin: origin.to_string(),
+            source,
+        })?;
+        let invalid = |message: String| Error::Lexicon {
+            origin: origin.to_string(),
+            message,
+        };
+        if raw.version != 1 {
+            return Err(invalid(format!("version {} is not 1", raw.version)));
+        }
+        for organ in raw.organs.keys() {
+            if !raw.cancer_types.contains_key(organ) {
+                return Err(invalid(format!(
+                    "organs: `{organ}` is not one of the cancer_types"
+                )));
+            }
+        }
+        let drugs: RawOntology = serde_norway::from_str(ontology).map_err(|source| Error::LexiconParse {
+            origin: ontology_origin.to_string(),
+            source,
+        })?;
+        let markers = markers(&raw.biomarkers).map_err(invalid)?;
+        let mut outcomes = PhraseSet::default();
+        for (label, phrases) in [
+            ("progression", raw.prior_lines.progression),
+            ("response", raw.prior_lines.response),
+        ] {
+            for phrase in phrases {
+                outcomes.insert(phrase.0, label.to_string());
+            }
+        }
+        for (label, phrases) in [
+            ("progression", raw.prior_lines.progression_exact),
+            ("response", raw.prior_lines.response_exact),
+        ] {
+            for phrase in phrases {
+                outcomes.insert(phrase.0, label.to_string());
+            }
+        }
+        let mut prefixes = raw.staging.tnm_prefixes;
+        prefixes.sort_by_key(|prefix| std::cmp::Reverse(prefix.len()));
+        Ok(Lexicon {
+            cancer_types: labelled(raw.cancer_types),
+            organs: labelled(raw.organs),
+            histologies: words(raw.histologies),
+            organ_window: raw.organ_window,
+            organ_reach: raw.organ_reach,
+            family_words: words(raw.family_words),
+            metastasis_words: words(raw.metastasis_words),
+            staging: StagingWords {
+                words: words(raw.staging.words),
+                fillers: words(raw.staging.fillers),
+                arrows: words(raw.staging.arrows),
+                metastatic_group: raw.staging.metastatic_group,
+                tnm_prefixes: prefixes,
+            },
+            metastatic: MetastaticWords {
+                stems: raw.metastatic.stems,
+                words: words(raw.metastatic.words),
+                negations: words(raw.metastatic.negations),
+                partial: words(raw.metastatic.partial),
+                organs: words(raw.metastatic.organs),
+                regional: words(raw.metastatic.regional),
+                distant: words(raw.metastatic.distant),
+                sites: words(raw.metastatic.sites),
+                lesion_words: words(raw.metastatic.lesion_words),
+                phrases: words(raw.metastatic.phrases),
+                negative_phrases: words(raw.metastatic.negative_phrases),
+                recurrence: words(raw.metastatic.recurrence),
+            },
+            surgery: SurgeryWords {
+                procedures: words(raw.surgery.procedures),
+                unresected: words(raw.surgery.unresected),
+                unfit_cues: words(raw.surgery.unfit_cues),
+                words: words(raw.surgery.words),
+                not_done_cues: words(raw.surgery.not_done_cues),
+                negations: words(raw.surgery.negations),
+                planned_cues: words(raw.surgery.planned_cues),
+                resected_words: words(raw.surgery.resected_words),
+                done_before: words(raw.surgery.done_before),
+            },
+            lines: LineWords {
+                drugs: drug_names(&drugs, &raw.prior_lines.skip_classes, &raw.prior_lines.skip_names),
+                outcomes,
+                ongoing: words(raw.prior_lines.ongoing),
+                future: words(raw.prior_lines.future),
+                negations: words(raw.prior_lines.negations),
+                glue: words(raw.prior_lines.glue),
+            },
+            ecog: words(raw.ecog.words),
+            comorbidities: labelled(raw.comorbidities),
+            findings: labelled(raw.findings),
+            finding_negations: words(raw.finding_negations),
+            uncertain_cues: words(raw.uncertain_cues),
+            markers,
+        })
+    }
+}
+
+fn markers(raw: &RawBiomarkers) -> std::result::Result<MarkerWords, String> {
+    let mut markers = PhraseSet::default();
+    for (name, marker) in &raw.markers {
+        let plain = MarkerName {
+            name: name.clone(),
+            fixed: None,
+        };
+        for phrase in &marker.names {
+            markers.insert(phrase.0.clone(), plain.clone());
+        }
+        for phrase in &marker.exact {
+            markers.insert(phrase.0.clone(), plain.clone());
+        }
+        for (value, phrases) in [("positive", &marker.positive), ("negative", &marker.negative)] {
+            for phrase in phrases {
+                markers.insert(
+                    phrase.0.clone(),
+                    MarkerName {
+                        name: name.clone(),
+                        fixed: Some(value),
+                    },
+                );
+            }
+        }
+    }
+    let mut shorthand = PhraseSet::default();
+    for item in &raw.shorthand {
+        if let Some(unknown) = item.markers.iter().find(|name| !raw.markers.contains_key(*name)) {
+            return Err(format!("shorthand names the unknown marker `{unknown}`"));
+        }
+        for phrase in &item.phrases {
+            shorthand.insert(
+                phrase.0.clone(),
+                Shorthand {
+                    markers: item.markers.clone(),
+                    value: item.value.as_str().to_string(),
+                },
+            );
+        }
+    }
+    let mut statuses = PhraseSet::default();
+    for (status, phrases) in &raw.statuses {
+        for phrase in phrases {
+            statuses.insert(phrase.0.clone(), status.as_str().to_string());
+        }
+    }
+    Ok(MarkerWords {
+        markers,
+        shorthand,
+        statuses,
+        negation_fillers: words(raw.negation_fillers.clone()),
+        negated_nouns: words(raw.negated_nouns.clone()),
+        ish_words: words(raw.ish_words.clone()),
+    })
+}
+
+/// Every drug and regimen name of the ontology (canonical names and
+/// aliases), each labelled with its canonical name; names of one or two
+/// letters only in capitals.
+fn drug_names(ontology: &RawOntology, skip_classes: &[String], skip_names: &[String]) -> PhraseSet<String> {
+    let mut set = PhraseSet::default();
+    let mut add = |canonical: &str, name: &str| {
+        if skip_names.iter().any(|skip| skip == name) {
+            return;
+        }
+        let short = name.len() <= 2;
+        let written = if short {
+            name.to_ascii_uppercase()
+        } else {
+            name.to_string()
+        };
+        if let Ok(phrase) = Phrase::parse(&written, short) {
+            set.insert(phrase, canonical.to_string());
+        }
+    };
+    for (canonical, drug) in &ontology.drugs {
+        if drug.classes.iter().any(|class| skip_classes.contains(class)) || skip_names.contains(canonical) {
+            continue;
+        }
+        add(canonical, canonical);
+        for alias in &drug.aliases {
+            add(canonical, alias);
+        }
+    }
+    for (canonical, regimen) in &ontology.regimens {
+        add(canonical, canonical);
+        for alias in &regimen.aliases {
+            add(canonical, alias);
+        }
+    }
+    set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_lexicon_loads_with_ontology_drugs() {
+        let lexicon = Lexicon::builtin().unwrap();
+        let tokens = Tokens::new("pembro then Tagrisso, then nab-paclitaxel");
+        assert_eq!(
+            lexicon.lines.drugs.at(&tokens, 0).map(|(_, name)| name.as_str()),
+            Some("pembrolizumab")
+        );
+        assert_eq!(
+            lexicon.lines.drugs.at(&tokens, 2).map(|(_, name)| name.as_str()),
+            Some("osimertinib")
+        );
+        assert_eq!(
+            lexicon.lines.drugs.at(&tokens, 5),
+            Some((3, &"nab paclitaxel".to_string()))
+        );
+        // Names a note uses for something else are left out.
+        assert!(lexicon.lines.drugs.at(&Tokens::new("cross"), 0).is_none());
+    }
+
+    #[test]
+    fn phrases_skip_a_hyphen_and_prefer_the_longest() {
+        let mut set = PhraseSet::default();
+        set.insert(Phrase::parse("non small cell", false).unwrap(), "a");
+        set.insert(Phrase::parse("non", false).unwrap(), "b");
+        set.insert(Phrase::parse("ER", true).unwrap(), "c");
+        let tokens = Tokens::new("Non-small cell; er ER");
+        assert_eq!(set.at(&tokens, 0), Some((4, &"a")));
+        assert_eq!(set.at(&tokens, 5), None);
+        assert_eq!(set.at(&tokens, 6), Some((1, &"c")));
+    }
+
+    #[test]
+    fn bad_lexicons_are_refused_with_their_line() {
+        let bad = BUILTIN_EXTRACT_YAML.replacen("histologies: [adenocarcinoma,", "histologies: [\"\",", 1);
+        let error = Lexicon::parse(&bad, "test.yaml", BUILTIN_ONTOLOGY_YAML, "ontology").unwrap_err();
+        let message = format!("{error}: {}", std::error::Error::source(&error).unwrap());
+        assert!(
+            message.contains("test.yaml") && message.contains("line"),
+            "{message}"
+        );
+        let bad = BUILTIN_EXTRACT_YAML.replacen("organ_window: 6", "organ_window: 6\nunknown_list: []", 1);
+        assert!(Lexicon::parse(&bad, "test.yaml", BUILTIN_ONTOLOGY_YAML, "ontology").is_err());
+        let bad = BUILTIN_EXTRACT_YAML.replacen("markers: [ER, PR, HER2]", "markers: [ER, PR, HER3]", 1);
+        let error = Lexicon::parse(&bad, "test.yaml", BUILTIN_ONTOLOGY_YAML, "ontology").unwrap_err();
+        assert!(error.to_string().contains("HER3"), "{error}");
+    }
+}

@@ -1,0 +1,645 @@
+//! Stage group, TNM and metastatic status, read clause by clause and then
+//! settled for the whole note.
+//!
+//! Reading: `stage IIIA`, `FIGO IB2`, `T3 N3 M0 → IIIC` are written groups;
+//! `cT2b N2 M0`, `pT2 pN3a`, `ypT1cN0` are TNMs (any c/p/yp/r/mr prefix, the
+//! parts in one word or apart); `M1c` or `cM0` alone states metastasis or
+//! its absence; `metastatic`, `liver mets`, `malignant pleural effusion`
+//! state metastasis, `no distant metastases` its absence (a negation of one
+//! organ, `no brain metastases`, or of new lesions, `no new metastases`,
+//! says nothing of the whole; metastasis to lymph nodes is regional).
+//!
+//! Settling: the note is metastatic when it states distant spread anywhere
+//! (a recurrence or progression with distant spread included) or an M1; else
+//! not when it states so, or M0, or a group below IV. The current stage
+//! group is IV for a metastatic note (a lower group written at diagnosis
+//! is kept as `group_at_diagnosis`), else the first written group, else the
+//! group the AJCC tables (`cfeval_guidelines::staging`) give the first TNM
+//! that has one. A fact computed rather than read (a group from a TNM, IV
+//! from metastasis, `metastatic` from a group) has `origin = derived`.
+
+use cfeval_guidelines::staging::{Basis, Staging, split_group};
+
+use super::Found;
+use super::clinical::push;
+use super::lexicon::Lexicon;
+use super::text::Tokens;
+
+/// A written stage group.
+#[derive(Debug, Clone)]
+struct Group {
+    main: &'static str,
+    detail: Option<String>,
+    first: usize,
+    last: usize,
+}
+
+/// A TNM: categories (`None` for x, is or 0 where a table has no row),
+/// whether M was written, and its tokens.
+#[derive(Debug, Clone)]
+struct Tnm {
+    basis: Basis,
+    t: Option<u8>,
+    n: Option<u8>,
+    m: Option<u8>,
+    first: usize,
+    last: usize,
+}
+
+/// A statement of metastasis (`true`) or its absence.
+#[derive(Debug, Clone, Copy)]
+struct Spread {
+    value: bool,
+    first: usize,
+    last: usize,
+}
+
+/// What a note says of its stage, gathered clause by clause.
+#[derive(Debug, Default)]
+pub struct StageNotes {
+    groups: Vec<Group>,
+    tnms: Vec<Tnm>,
+    spreads: Vec<Spread>,
+    /// Standalone `M1`/`M0` tokens.
+    m_tokens: Vec<Spread>,
+}
+
+/// Reads one clause's stage groups, TNMs and metastasis statements.
+pub fn read_clause(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), notes: &mut StageNotes) {
+    let tnm_count = notes.tnms.len();
+    read_tnms(lexicon, tokens, clause, notes);
+    let clause_has_tnm = notes.tnms.len() > tnm_count;
+    read_groups(lexicon, tokens, clause, clause_has_tnm, notes);
+    read_spread(lexicon, tokens, clause, notes);
+}
+
+fn roman_group(word: &str) -> Option<(&'static str, Option<String>)> {
+    // FIGO sub-stages carry a digit (`IIIC1`, `IB2`): the letter decides.
+    let word = word.trim_end_matches(|character: char| character.is_ascii_digit() && word.len() > 2);
+    let (base, letter) = match word.as_bytes().last() {
+        Some(last @ (b'a' | b'b' | b'c' | b'd')) if word.len() > 1 => {
+            (&word[..word.len() - 1], Some(last.to_ascii_uppercase() as char))
+        }
+        _ => (word, None),
+    };
+    let group = match base {
+        "0" => "0",
+        "i" | "1" => "I",
+        "ii" | "2" => "II",
+        "iii" | "3" => "III",
+        "iv" | "4" => "IV",
+        _ => return None,
+    };
+    if group == "0" && letter.is_some() {
+        return None;
+    }
+    Some((group, letter.map(|letter| format!("{group}{letter}"))))
+}
+
+/// `stage IIIA`, `Stage 3A`, `AJCC stage: IIB`, `FIGO IIIC1`, and a group
+/// after an arrow or `=` in a clause that holds a TNM (`T3 N3 M0 → IIIC`).
+fn read_groups(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    clause: (usize, usize),
+    clause_has_tnm: bool,
+    notes: &mut StageNotes,
+) {
+    let words = &lexicon.staging;
+    let mut index = clause.0;
+    while index < clause.1 {
+        let lead = words.words.len_at(tokens, index).or_else(|| {
+            clause_has_tnm
+                .then(|| words.arrows.len_at(tokens, index))
+                .flatten()
+        });
+        let Some(length) = lead else {
+            index += 1;
+            continue;
+        };
+        let mut next = index + length;
+        while next < clause.1
+            && let Some(filler) = words.fillers.len_at(tokens, next)
+        {
+            next += filler;
+        }
+        if next < clause.1
+            && let Some((main, detail)) = roman_group(tokens.lower(next))
+            // A bare `1`-`4` after `stage` is a group; after an arrow only a
+            // Roman numeral is.
+            && (words.words.starts(tokens, index) || tokens.raw(next).starts_with(['I', 'V']))
+        {
+            notes.groups.push(Group {
+                main,
+                detail,
+                first: index,
+                last: next,
+            });
+            index = next + 1;
+            continue;
+        }
+        index += length;
+    }
+}
+
+/// A TNM category at the start of `raw` with `letter` (`T`, `N`, `M`), after
+/// an optional prefix: the prefix, the category (`None` for x, is, or a
+/// number the tables do not have) and the bytes read.
+fn category<'r>(raw: &'r str, letter: u8, prefixes: &[String]) -> Option<(&'r str, Option<u8>, usize)> {
+    let bytes = raw.as_bytes();
+    let prefix_length = prefixes
+        .iter()
+        .map(String::as_str)
+        .chain([""])
+        .find(|prefix| raw.starts_with(prefix) && bytes.get(prefix.len()) == Some(&letter))?
+        .len();
+    let mut at = prefix_length + 1;
+    let value = match bytes.get(at) {
+        Some(digit @ b'0'..=b'4') => {
+            at += 1;
+            Some(digit - b'0')
+        }
+        Some(b'x' | b'X') => {
+            at += 1;
+            None
+        }
+        Some(b'i') if letter == b'T' && raw[at..].starts_with("is") => {
+            at += 2;
+            None
+        }
+        _ => return None,
+    };
+    // Sub-categories (`T2b`, `N2a`, `M1c`, `N1mi`, `T1c1`).
+    while let Some(byte) = bytes.get(at) {
+        if matches!(byte, b'a'..=b'd') || (byte.is_ascii_digit() && at > prefix_length + 2) {
+            at += 1;
+        } else if raw[at..].starts_with("mi") {
+            at += 2;
+        } else {
+            break;
+        }
+    }
+    Some((&raw[..prefix_length], value, at))
+}
+
+fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), notes: &mut StageNotes) {
+    let prefixes = &lexicon.staging.tnm_prefixes;
+    let whole = |index: usize, letter: u8| {
+        let raw = tokens.raw(index);
+        category(raw, letter, prefixes).filter(|(_, _, length)| *length == raw.len())
+    };
+    let mut index = clause.0;
+    while index < clause.1 {
+        let raw = tokens.raw(index);
+        let Some((prefix, t, length)) = category(raw, b'T', prefixes) else {
+            if let Some((_, m, _)) = whole(index, b'M')
+                && let Some(m) = m.filter(|m| *m <= 1)
+            {
+                notes.m_tokens.push(Spread {
+                    value: m == 1,
+                    first: index,
+                    last: index,
+                });
+            }
+            index += 1;
+            continue;
+        };
+        let basis = Basis::from_prefix(prefix);
+        let rest = &raw[length..];
+        let (n, m, last) = if rest.is_empty() {
+            // The parts apart: `cT2b N2 M0`, `pT2 (2.6 cm) pN3a (11/18) M0`.
+            let window = clause.1.min(index + 12);
+            let Some(n_index) = (index + 1..window).find(|&next| whole(next, b'N').is_some()) else {
+                index += 1;
+                continue;
+            };
+            if (index + 1..n_index).any(|between| category(tokens.raw(between), b'T', prefixes).is_some()) {
+                index += 1;
+                continue;
+            }
+            let n = whole(n_index, b'N').and_then(|(_, n, _)| n);
+            let m_window = clause.1.min(n_index + 8);
+            let m_index = (n_index + 1..m_window).find(|&next| whole(next, b'M').is_some());
+            match m_index {
+                Some(m_index) => (n, whole(m_index, b'M').and_then(|(_, m, _)| m), m_index),
+                None => (n, None, n_index),
+            }
+        } else {
+            // One word: `T2N1M0`, `pT3pN2aM0`, `ypT1bN0`.
+            let Some((_, n, n_length)) = category(rest, b'N', prefixes) else {
+                index += 1;
+                continue;
+            };
+            let rest = &rest[n_length..];
+            if rest.is_empty() {
+                (n, None, index)
+            } else {
+                match category(rest, b'M', prefixes) {
+                    Some((_, m, m_length)) if m_length == rest.len() => (n, m, index),
+                    _ => {
+                        index += 1;
+                        continue;
+                    }
+                }
+            }
+        };
+        let m_written = last != index || raw.contains('M');
+        notes.tnms.push(Tnm {
+            basis,
+            t: t.filter(|t| *t >= 1),
+            n,
+            m: if m_written { m } else { None },
+            first: index,
+            last,
+        });
+        if let Some(m) = m.filter(|m| m_written && *m <= 1) {
+            notes.m_tokens.push(Spread {
+                value: m == 1,
+                first: index,
+                last,
+            });
+        }
+        index = last + 1;
+    }
+}
+
+/// Statements of metastasis or its absence in one clause.
+fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), notes: &mut StageNotes) {
+    let words = &lexicon.metastatic;
+    let (start, end) = clause;
+    let negation_before = |index: usize| {
+        words
+            .negations
+            .find(tokens, index.saturating_sub(5).max(start), index)
+    };
+    let uncertain = |index: usize| {
+        lexicon
+            .uncertain_cues
+            .find(tokens, index.saturating_sub(4).max(start), index)
+            .is_some()
+    };
+    let near = |set: &super::lexicon::Words, index: usize| {
+        set.find(tokens, index.saturating_sub(3).max(start), (index + 8).min(end))
+            .is_some()
+    };
+    let mut index = start;
+    while index < end {
+        if let Some(length) = words.negative_phrases.len_at(tokens, index) {
+            notes.spreads.push(Spread {
+                value: false,
+                first: index,
+                last: index + length - 1,
+            });
+            index += length;
+            continue;
+        }
+        if let Some(length) = words.phrases.len_at(tokens, index) {
+            if negation_before(index).is_none() && !uncertain(index) {
+                notes.spreads.push(Spread {
+                    value: true,
+                    first: index,
+                    last: index + length - 1,
+                });
+            }
+            index += length;
+            continue;
+        }
+        if let Some(length) = words.sites.len_at(tokens, index) {
+            let after = index + length;
+            let lesion = (after..(after + 2).min(end)).find(|&next| words.lesion_words.starts(tokens, next));
+            if let Some(lesion) = lesion {
+                if negation_before(index).is_none() && !uncertain(index) {
+                    notes.spreads.push(Spread {
+                        value: true,
+                        first: index,
+                        last: lesion,
+                    });
+                }
+                index = lesion + 1;
+                continue;
+            }
+        }
+        let word = tokens.lower(index);
+        let is_mention = words.stems.iter().any(|stem| word.starts_with(stem.as_str()))
+            || words.words.starts(tokens, index);
+        if !is_mention {
+            index += 1;
+            continue;
+        }
+        match negation_before(index) {
+            Some(negation) => {
+                let organ = index > start && words.organs.starts(tokens, index - 1);
+                let partial = words.partial.find(tokens, negation + 1, index).is_some();
+                if !organ && !partial {
+                    let last = if index + 1 < end && tokens.lower(index + 1) == "disease" {
+                        index + 1
+                    } else {
+                        index
+                    };
+                    notes.spreads.push(Spread {
+                        value: false,
+                        first: negation,
+                        last,
+                    });
+                }
+            }
+            None => {
+                let regional = near(&words.regional, index)
+                    && !near(&words.distant, index)
+                    && !near(&words.sites, index);
+                if !regional && !uncertain(index) {
+                    notes.spreads.push(Spread {
+                        value: true,
+                        first: index,
+                        last: index,
+                    });
+                }
+            }
+        }
+        index += 1;
+    }
+}
+
+/// A stage group the tables give a TNM: the main group when every group
+/// its categories reach shares it, with the sub-stage when there is one.
+fn table_group(staging: &Staging, cancer: &str, tnm: &Tnm, m: u8) -> Option<(String, Option<String>)> {
+    let table = staging.table(cancer)?;
+    let groups = table.groups(tnm.basis, tnm.t?, tnm.n?, m);
+    let main = split_group(groups.first()?).0;
+    if groups.iter().any(|group| split_group(group).0 != main) {
+        return None;
+    }
+    let detail = (groups.len() == 1 && groups[0] != main).then(|| groups[0].to_string());
+    Some((main.to_string(), detail))
+}
+
+/// Settles the note's metastatic status and stage group and writes their
+/// facts (and the first TNM's).
+pub fn resolve(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    cancer: Option<&str>,
+    notes: &StageNotes,
+    out: &mut Vec<Found>,
+) {
+    let staging = Staging::builtin().ok();
+    let metastatic_group = lexicon.staging.metastatic_group.as_str();
+    let m0_written = notes.tnms.iter().any(|tnm| tnm.m == Some(0));
+    let written_iv = notes.groups.iter().find(|group| group.main == metastatic_group);
+    let affirmed = notes.spreads.iter().find(|spread| spread.value);
+    let m1 = notes.m_tokens.iter().find(|spread| spread.value);
+    let negated = notes.spreads.iter().find(|spread| !spread.value);
+    let m0 = notes.m_tokens.iter().find(|spread| !spread.value);
+    let below_iv = notes.groups.iter().find(|group| group.main != metastatic_group);
+    let derived_group = || {
+        let staging = staging?;
+        let cancer = cancer?;
+        notes.tnms.iter().find_map(|tnm| {
+            table_group(staging, cancer, tnm, tnm.m.unwrap_or(0)).map(|(main, detail)| (main, detail, tnm))
+        })
+    };
+    // (value, polarity, derived, span)
+    let metastatic: Option<(bool, bool, (usize, usize))> = if let Some(spread) = affirmed.or(m1) {
+        Some((true, false, (spread.first, spread.last)))
+    } else if let Some(group) = written_iv.filter(|_| !m0_written) {
+        Some((true, true, (group.first, group.last)))
+    } else if let Some(spread) = negated.or(m0) {
+        Some((false, false, (spread.first, spread.last)))
+    } else if let Some(group) = below_iv {
+        Some((false, true, (group.first, group.last)))
+    } else {
+        derived_group()
+            .filter(|(main, _, _)| main != metastatic_group)
+            .map(|(_, _, tnm)| (false, true, (tnm.first, tnm.last)))
+    };
+    if let Some((value, derived, (first, last))) = metastatic {
+        let (text, polarity) = if value {
+            ("true", "affirmed")
+        } else {
+            ("false", "negated")
+        };
+        push(
+            out,
+            tokens,
+            "metastatic",
+            "metastatic",
+            text,
+            polarity,
+            "certain",
+            None,
+            first,
+            last,
+        );
+        mark_derived(out, derived);
+    }
+    let is_metastatic = metastatic.is_some_and(|(value, _, _)| value);
+    let written = |group: &Group, name: &str, out: &mut Vec<Found>| {
+        push(
+            out,
+            tokens,
+            "stage",
+            name,
+            group.main,
+            "affirmed",
+            "certain",
+            group.detail.clone(),
+            group.first,
+            group.last,
+        );
+    };
+    if is_metastatic && written_iv.is_none() {
+        let (_, _, (first, last)) = metastatic.unwrap_or((true, true, (0, 0)));
+        push(
+            out,
+            tokens,
+            "stage",
+            "group",
+            metastatic_group,
+            "affirmed",
+            "certain",
+            None,
+            first,
+            last,
+        );
+        mark_derived(out, true);
+        if let Some(group) = below_iv {
+            written(group, "group_at_diagnosis", out);
+        }
+    } else if let Some(group) = notes.groups.first() {
+        written(group, "group", out);
+        if is_metastatic && let Some(group) = below_iv {
+            written(group, "group_at_diagnosis", out);
+        }
+    } else if let Some((main, detail, tnm)) = derived_group() {
+        push(
+            out, tokens, "stage", "group", &main, "affirmed", "certain", detail, tnm.first, tnm.last,
+        );
+        mark_derived(out, true);
+    }
+    if let Some(tnm) = notes.tnms.first() {
+        let (start, end) = tokens.span(tnm.first, tnm.last);
+        let value = tokens.text[start..end].to_string();
+        push(
+            out, tokens, "stage", "tnm", &value, "affirmed", "certain", None, tnm.first, tnm.last,
+        );
+    }
+}
+
+fn mark_derived(out: &mut [Found], derived: bool) {
+    if let Some(fact) = out.last_mut() {
+        fact.derived = derived;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::Found;
+
+    /// The stage facts of a note whose cancer is `cancer`: (name, value,
+    /// derived, span text).
+    fn stage(text: &str, cancer: Option<&str>) -> Vec<(String, String, bool, String)> {
+        let lexicon = Lexicon::builtin().unwrap();
+        let tokens = Tokens::new(text);
+        let mut notes = StageNotes::default();
+        for clause in tokens.clauses() {
+            read_clause(lexicon, &tokens, clause, &mut notes);
+        }
+        let mut out: Vec<Found> = Vec::new();
+        resolve(lexicon, &tokens, cancer, &notes, &mut out);
+        out.into_iter()
+            .map(|fact| {
+                let span = text[fact.start..fact.end].to_string();
+                (fact.name, fact.value, fact.derived, span)
+            })
+            .collect()
+    }
+
+    fn value(facts: &[(String, String, bool, String)], name: &str) -> Option<String> {
+        facts
+            .iter()
+            .find(|fact| fact.0 == name)
+            .map(|fact| fact.1.clone())
+    }
+
+    #[test]
+    fn written_groups() {
+        assert_eq!(
+            value(&stage("AJCC stage: 3B disease", None), "group").as_deref(),
+            Some("III")
+        );
+        assert_eq!(
+            value(&stage("clinical Stage iv", None), "group").as_deref(),
+            Some("IV")
+        );
+        assert_eq!(
+            value(&stage("FIGO stage IIIC1 after staging surgery", None), "group").as_deref(),
+            Some("III")
+        );
+        assert_eq!(
+            value(&stage("Stage 0 (DCIS only)", None), "group").as_deref(),
+            Some("0")
+        );
+        assert_eq!(
+            value(&stage("cT4 N1 M0 → IIIB by imaging", None), "group").as_deref(),
+            Some("III")
+        );
+    }
+
+    #[test]
+    fn a_group_from_the_tnm_is_derived_from_the_tables() {
+        let facts = stage("Resection: pT3 pN1a, margins clear.", Some("colorectal"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("III"));
+        assert!(
+            facts
+                .iter()
+                .any(|fact| fact.0 == "group" && fact.2 && fact.3 == "pT3 pN1a")
+        );
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        assert_eq!(value(&facts, "tnm").as_deref(), Some("pT3 pN1a"));
+        // One word, with prefixes on every part.
+        assert_eq!(
+            value(&stage("staged ypT2N1aM0", Some("breast")), "group").as_deref(),
+            Some("II")
+        );
+        // A combination whose sub-stages span two groups gives none.
+        assert_eq!(value(&stage("cT2 N0 M0", Some("nsclc")), "group"), None);
+        // No table: no group, but M0 still says not metastatic.
+        let facts = stage("cT2 N1 M0", Some("bladder"));
+        assert_eq!(
+            (value(&facts, "group"), value(&facts, "metastatic").as_deref()),
+            (None, Some("false"))
+        );
+    }
+
+    #[test]
+    fn m1_and_named_sites_make_stage_iv() {
+        let facts = stage("cT3 N2 M1c (adrenal)", Some("nsclc"));
+        assert_eq!(
+            (
+                value(&facts, "group").as_deref(),
+                value(&facts, "metastatic").as_deref()
+            ),
+            (Some("IV"), Some("true"))
+        );
+        for text in [
+            "CT: two liver lesions consistent with metastases",
+            "cytology of the effusion: malignant pleural effusion",
+            "new lytic bone lesions on the scan",
+            "peritoneal carcinomatosis at laparoscopy",
+        ] {
+            let facts = stage(text, Some("gastric"));
+            assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"), "{text}");
+            assert_eq!(value(&facts, "group").as_deref(), Some("IV"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_distant_recurrence_makes_the_current_stage_iv() {
+        let facts = stage(
+            "Stage IIA at diagnosis in 2019, lumpectomy. 2023: recurrence with liver metastases.",
+            Some("breast"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
+        assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
+    }
+
+    #[test]
+    fn negations_of_one_organ_or_of_new_lesions_say_nothing() {
+        assert_eq!(
+            value(
+                &stage("CT: no evidence of distant metastatic disease", None),
+                "metastatic"
+            )
+            .as_deref(),
+            Some("false")
+        );
+        assert_eq!(
+            value(&stage("MRI: no brain metastases", None), "metastatic"),
+            None
+        );
+        assert_eq!(
+            value(&stage("Restaging: no new metastases", None), "metastatic"),
+            None
+        );
+        assert_eq!(
+            value(&stage("multiple hepatic metastases", None), "metastatic").as_deref(),
+            Some("true")
+        );
+        // Spread to regional nodes is stage III, not metastatic.
+        assert_eq!(
+            value(
+                &stage("metastatic carcinoma in 3 of 14 lymph nodes", None),
+                "metastatic"
+            ),
+            None
+        );
+        // A group below IV says not metastatic (derived).
+        let facts = stage("Stage IIB, for surgery", None);
+        assert!(
+            facts
+                .iter()
+                .any(|fact| fact.0 == "metastatic" && fact.1 == "false" && fact.2)
+        );
+    }
+}
