@@ -46,8 +46,10 @@ struct PriorLine {
     outcome: String,
 }
 
-fn notes() -> Vec<Note> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/gold/notes");
+fn notes(set: &str) -> Vec<Note> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/gold")
+        .join(set);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
         .map(|entry| entry.expect("entry").path())
@@ -73,13 +75,39 @@ fn notes() -> Vec<Note> {
 
 /// The (kind, key → value) facts a note states, as comparable pairs: one
 /// value per key (the extractor's first affirmed fact of the key).
+/// A gold cancer type in the vocabulary's words: the held-out set's writer
+/// used short names (`hcc`, `rcc`, …) for some of the vocabulary's types.
+/// Alternatives are joined by `|`: a gastro-oesophageal junction cancer is
+/// treated as gastric or as oesophageal, and either reading is right.
+fn vocabulary_cancer_type(value: &str) -> &str {
+    match value {
+        "biliary" => "cholangiocarcinoma",
+        "hcc" => "hepatocellular",
+        "head_neck" => "head_and_neck",
+        "rcc" => "renal",
+        "glioblastoma" => "glioma",
+        "gej" => "gastric|esophageal",
+        other => other,
+    }
+}
+
+/// Whether an extracted value is the gold value (or one of its `|`
+/// alternatives).
+fn matches(gold: &str, found: &str) -> bool {
+    gold == found || gold.split('|').any(|alternative| alternative == found)
+}
+
 fn truth_pairs(truth: &Truth) -> BTreeMap<String, String> {
     let mut pairs = BTreeMap::new();
     if let Some(value) = &truth.cancer_type {
-        pairs.insert("cancer_type".to_string(), value.clone());
+        pairs.insert(
+            "cancer_type".to_string(),
+            vocabulary_cancer_type(value).to_string(),
+        );
     }
     if let Some(value) = &truth.stage {
-        pairs.insert("stage:group".to_string(), value.clone());
+        // The group without its sub-letter, as extracted groups are compared.
+        pairs.insert("stage:group".to_string(), stage_group(value));
     }
     if let Some(value) = truth.metastatic {
         pairs.insert("metastatic".to_string(), value.to_string());
@@ -118,10 +146,7 @@ fn extracted_pairs(facts: &[Fact]) -> BTreeMap<String, String> {
             _ => continue,
         };
         let value = if key == "stage:group" {
-            // The group without its sub-letter (IIIB is III).
-            fact.value
-                .trim_end_matches(['A', 'B', 'C', 'a', 'b', 'c', '1', '2'])
-                .to_string()
+            stage_group(&fact.value)
         } else {
             fact.value.clone()
         };
@@ -131,6 +156,13 @@ fn extracted_pairs(facts: &[Fact]) -> BTreeMap<String, String> {
         pairs.insert(format!("prior_line:{outcome}"), count.to_string());
     }
     pairs
+}
+
+/// A stage group without its sub-letter (IIIB is III).
+fn stage_group(value: &str) -> String {
+    value
+        .trim_end_matches(['A', 'B', 'C', 'a', 'b', 'c', '1', '2'])
+        .to_string()
 }
 
 /// The report group of a key: `biomarker:HER2` stays, prior-line outcomes
@@ -159,11 +191,12 @@ impl Counts {
     }
 }
 
-#[test]
-fn notes_gold_precision_and_recall_per_fact_kind() {
-    let notes = notes();
-    assert!(notes.len() >= 120, "the notes set has {} notes", notes.len());
-    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+/// Scores the rule extractor on the notes of `set`, prints the figures per
+/// fact kind (and, with `verbose`, every miss) and returns the overall
+/// counts and the number of styles.
+fn score_set(set: &str, verbose: bool) -> (Counts, usize) {
+    let notes = notes(set);
+    assert!(notes.len() >= 90, "the {set} set has {} notes", notes.len());
     let mut groups: BTreeMap<String, Counts> = BTreeMap::new();
     let mut styles: BTreeSet<&str> = BTreeSet::new();
     for note in &notes {
@@ -177,7 +210,7 @@ fn notes_gold_precision_and_recall_per_fact_kind() {
             let counts = groups.entry(group(key)).or_default();
             counts.truth += 1;
             match extracted.get(key) {
-                Some(found) if found == value => counts.correct += 1,
+                Some(found) if matches(value, found) => counts.correct += 1,
                 found => {
                     if verbose {
                         println!(
@@ -191,7 +224,7 @@ fn notes_gold_precision_and_recall_per_fact_kind() {
         for (key, value) in &extracted {
             let counts = groups.entry(group(key)).or_default();
             counts.extracted += 1;
-            if verbose && truth.get(key) != Some(value) && !truth.contains_key(key) {
+            if verbose && !truth.contains_key(key) {
                 println!(
                     "{} [{}] {key}: extracted {value}, not in the truth",
                     note.id, note.style
@@ -199,7 +232,7 @@ fn notes_gold_precision_and_recall_per_fact_kind() {
             }
         }
     }
-    println!("{} notes, {} styles", notes.len(), styles.len());
+    println!("{set}: {} notes, {} styles", notes.len(), styles.len());
     let mut overall = Counts::default();
     for (group, counts) in &groups {
         println!(
@@ -223,7 +256,14 @@ fn notes_gold_precision_and_recall_per_fact_kind() {
         overall.precision(),
         overall.recall()
     );
-    assert!(styles.len() >= 8, "{styles:?}");
+    (overall, styles.len())
+}
+
+#[test]
+fn notes_gold_precision_and_recall_per_fact_kind() {
+    let (overall, styles) = score_set("notes", std::env::var_os("CFEVAL_NOTES_REPORT").is_some());
+    assert!(overall.truth >= 500, "{} true facts", overall.truth);
+    assert!(styles >= 8, "{styles} styles");
     // Floors: what the extractor reached when the set was added.
     assert!(overall.recall() >= RECALL_FLOOR, "recall {:.3}", overall.recall());
     assert!(
@@ -239,13 +279,42 @@ fn notes_gold_precision_and_recall_per_fact_kind() {
 const RECALL_FLOOR: f64 = 0.76;
 const PRECISION_FLOOR: f64 = 0.87;
 
+/// A second set of 96 notes in 8 other styles (ED handover, MDT referral
+/// forms, GP letters, progress notes, second opinions, telegraphic
+/// shorthand, trial screening, translated notes), written by another hand
+/// after the extractor work above and never read to write a rule: how the
+/// extractor does on writing it was not tuned on. Only the figures are
+/// printed (no per-note misses, so that nobody tunes to it); the floors hold
+/// what was measured when it was added.
+#[test]
+fn notes_held_out_precision_and_recall() {
+    let (overall, styles) = score_set("notes-heldout", false);
+    assert!(styles >= 8, "{styles} styles");
+    assert!(
+        overall.recall() >= HELD_OUT_RECALL_FLOOR,
+        "recall {:.3}",
+        overall.recall()
+    );
+    assert!(
+        overall.precision() >= HELD_OUT_PRECISION_FLOOR,
+        "precision {:.3}",
+        overall.precision()
+    );
+}
+
+/// Measured when the set was added: precision 0.798, recall 0.613 (cancer
+/// type 0.964 / 0.833, stage group 0.879 / 0.652, metastatic 0.877 / 0.763,
+/// surgery 0.681 / 0.573, prior lines 0.271 / 0.133).
+const HELD_OUT_RECALL_FLOOR: f64 = 0.61;
+const HELD_OUT_PRECISION_FLOOR: f64 = 0.79;
+
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
 /// is read, and every fact it gives still points at its own text.
 #[test]
 fn every_cut_of_every_note_is_read_without_a_panic() {
     let mut cuts = 0;
-    for note in notes() {
+    for note in notes("notes").into_iter().chain(notes("notes-heldout")) {
         let ends: Vec<usize> = note
             .text
             .char_indices()
