@@ -129,6 +129,26 @@ pub struct SynthesizeArgs {
     /// The run directory to write `cases` into.
     #[arg(long)]
     pub out: PathBuf,
+    /// Which extractor reads the cases: `rule` (the default), `llm` (a
+    /// model returns facts with quotes; only facts whose quote is found in
+    /// the note are kept, the others are listed in `cases_quarantine`), or
+    /// `both` (merged; disagreements recorded on the case). Pipeline key:
+    /// `extractor` in [cases].
+    #[arg(long, default_value = "rule", value_parser = ["rule", "llm", "both"])]
+    pub extractor: String,
+    /// The model of `--extractor llm|both`: `provider/model` or
+    /// `embedded/<model>` (pipeline key: `extractor-model`).
+    #[arg(long)]
+    pub extractor_model: Option<String>,
+    /// The extractor model's base URL (OpenAI-compatible servers).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The response cache (default: `--out`/cache).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+    /// Notes the extractor model reads at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(usize))]
+    pub concurrency: usize,
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,8 @@
 //! [cases]
 //! cohort = { cases = 12, seed = 1 }   # or: inputs = ["charts/"], format = "auto",
 //!                                     # max-case-bytes = 1048576, follow-symlinks = false
+//! extractor = "both"                  # rule (default) | llm | both
+//! extractor-model = "embedded/SmolLM2-135M-Instruct"   # for llm and both
 //!
 //! [catalog]
 //! path = "../data/catalog/oncology-v1.yaml"
@@ -96,6 +98,16 @@ pub enum Cases {
     },
 }
 
+/// Which extractor E-Synthesis uses, and its model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExtractorPlan {
+    pub mode: cfeval_synthesize::ExtractorMode,
+    /// The model of `llm` and `both` (`provider/model` or `embedded/<model>`).
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
 /// One (subject, mode) unit of the infer stage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModeRun {
@@ -176,6 +188,8 @@ pub struct Pipeline {
     pub run_dir: PathBuf,
     pub seed: u64,
     pub cases: Cases,
+    /// `[cases] extractor` and its model.
+    pub extractor: ExtractorPlan,
     pub catalog: PathBuf,
     /// Calls in flight per subject (the model client may lower it).
     pub concurrency: usize,
@@ -225,6 +239,10 @@ struct RawCases {
     format: Option<Spanned<String>>,
     max_case_bytes: Option<Spanned<usize>>,
     follow_symlinks: Option<Spanned<bool>>,
+    extractor: Option<Spanned<String>>,
+    extractor_model: Option<Spanned<String>>,
+    extractor_base_url: Option<Spanned<String>>,
+    extractor_api_key_env: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -560,6 +578,7 @@ impl Checker<'_> {
                 "missing [cases]: give `cohort = { cases = N }` or `inputs = [...]`",
             ));
         };
+        let extractor = self.extractor(cases.get_ref())?;
         let cases = self.cases(&cases)?;
 
         let Some(catalog) = raw.catalog else {
@@ -668,6 +687,7 @@ impl Checker<'_> {
             run_dir,
             seed,
             cases,
+            extractor,
             catalog: catalog_path,
             concurrency,
             parallel_units,
@@ -795,6 +815,67 @@ impl Checker<'_> {
                 })
             }
         }
+    }
+
+    fn extractor(&self, raw: &RawCases) -> Result<ExtractorPlan, PipelineError> {
+        let mode = match &raw.extractor {
+            None => cfeval_synthesize::ExtractorMode::Rule,
+            Some(value) => cfeval_synthesize::ExtractorMode::parse(value.get_ref()).ok_or_else(|| {
+                self.spanned(
+                    value,
+                    format!("unknown extractor `{}` (rule, llm or both)", value.get_ref()),
+                )
+            })?,
+        };
+        let model = raw.extractor_model.as_ref();
+        match (mode, model) {
+            (cfeval_synthesize::ExtractorMode::Rule, Some(model)) => {
+                return Err(self.spanned(
+                    model,
+                    "`extractor-model` is for `extractor = \"llm\"` or `\"both\"`",
+                ));
+            }
+            (cfeval_synthesize::ExtractorMode::Rule, None) => {}
+            (_, None) => {
+                let value = raw.extractor.as_ref().expect("a model extractor was named");
+                return Err(self.spanned(
+                    value,
+                    format!(
+                        "extractor `{}` needs `extractor-model` (e.g. \"embedded/SmolLM2-135M-Instruct\" or \"openai/gpt-5\")",
+                        value.get_ref()
+                    ),
+                ));
+            }
+            (_, Some(model)) => {
+                if model.get_ref().starts_with("control/") || !model.get_ref().contains('/') {
+                    return Err(self.spanned(
+                        model,
+                        format!(
+                            "extractor-model `{}` is not `provider/model` or `embedded/<model>`",
+                            model.get_ref()
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(url) = &raw.extractor_base_url {
+            self.url(url)?;
+        }
+        if let Some(env) = &raw.extractor_api_key_env {
+            self.env_name(env)?;
+        }
+        Ok(ExtractorPlan {
+            mode,
+            model: model.map(|model| model.get_ref().clone()),
+            base_url: raw
+                .extractor_base_url
+                .as_ref()
+                .map(|value| value.get_ref().clone()),
+            api_key_env: raw
+                .extractor_api_key_env
+                .as_ref()
+                .map(|value| value.get_ref().clone()),
+        })
     }
 
     fn families(&self, values: &[Spanned<String>]) -> Result<Vec<String>, PipelineError> {
@@ -1158,6 +1239,15 @@ struct Endpoint<'a> {
 impl Pipeline {
     fn endpoints(&self) -> Vec<Endpoint<'_>> {
         let mut endpoints = Vec::new();
+        if let Some(model) = &self.extractor.model {
+            endpoints.push(Endpoint {
+                name: model,
+                model,
+                role: "extractor",
+                base_url: self.extractor.base_url.as_ref(),
+                api_key_env: self.extractor.api_key_env.as_ref(),
+            });
+        }
         for subject in self.subjects.iter().filter(|subject| !subject.is_control()) {
             endpoints.push(Endpoint {
                 name: &subject.name,

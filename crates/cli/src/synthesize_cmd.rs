@@ -4,7 +4,9 @@ use std::io::Write;
 
 use anyhow::Context;
 use cfeval_synthesize::cohort::{self, CohortConfig};
-use cfeval_synthesize::{Config, InputFormat};
+use cfeval_synthesize::extract::lexicon::Lexicon;
+use cfeval_synthesize::extract::llm::LlmExtractor;
+use cfeval_synthesize::{Config, ExtractorMode, InputFormat};
 
 use crate::args::{CohortArgs, InputFormat as FormatArg, SynthesizeArgs};
 
@@ -42,14 +44,34 @@ pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<
         .out
         .file_name()
         .map_or_else(|| "run".to_string(), |name| name.to_string_lossy().into_owned());
+    let extractor = ExtractorMode::parse(&args.extractor)
+        .ok_or_else(|| anyhow::anyhow!("unknown extractor `{}` (rule, llm or both)", args.extractor))?;
+    let llm = match (extractor, &args.extractor_model) {
+        (ExtractorMode::Rule, Some(_)) => {
+            anyhow::bail!("--extractor-model is for --extractor llm or both")
+        }
+        (ExtractorMode::Rule, None) => None,
+        (_, None) => anyhow::bail!("--extractor {} needs --extractor-model", extractor.as_str()),
+        (_, Some(model)) => Some(llm_extractor(
+            model,
+            &args.out,
+            &crate::subjects::ModelSettings {
+                base_url: args.base_url.clone(),
+                cache_dir: args.cache_dir.clone(),
+                ..crate::subjects::ModelSettings::default()
+            },
+        )?),
+    };
     let config = Config {
         run,
         format,
         max_case_bytes: usize::try_from(args.max_case_bytes).unwrap_or(usize::MAX),
         follow_symlinks: args.follow_symlinks,
+        extractor,
+        llm_concurrency: args.concurrency,
         ..Config::default()
     };
-    let report = cfeval_synthesize::run(&config, &args.input, &args.out)
+    let report = cfeval_synthesize::run_with_extractor(&config, &args.input, &args.out, llm.as_ref())
         .with_context(|| format!("E-Synthesis into {} failed", args.out.display()))?;
     for reason in &report.quarantine_reasons {
         tracing::warn!("quarantined: {reason}");
@@ -63,4 +85,22 @@ pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<
     }
     writeln!(out, "{}", serde_json::to_string(&report)?)?;
     Ok(())
+}
+
+/// The model extractor over `model`, with the run's response cache and
+/// call journal (a rerun is free).
+pub fn llm_extractor(
+    model: &str,
+    run_dir: &std::path::Path,
+    settings: &crate::subjects::ModelSettings,
+) -> anyhow::Result<LlmExtractor> {
+    let client = crate::subjects::model_client(model, run_dir, settings)
+        .with_context(|| format!("the extractor model `{model}`"))?;
+    let lexicon = Lexicon::builtin()?;
+    Ok(LlmExtractor::new(
+        model,
+        client,
+        lexicon,
+        LlmExtractor::DEFAULT_MAX_TOKENS,
+    ))
 }

@@ -1081,7 +1081,7 @@ impl Context<'_> {
                     })
                 }
             });
-            join_all(calls).await
+            cfeval_model::join_all(calls).await
         });
         for (index, answer) in waiting.into_iter().zip(answers) {
             decided[index] = Some(answer);
@@ -1106,32 +1106,4 @@ struct PairParts {
     text: String,
     recommendation: String,
     fallback: bool,
-}
-
-/// Polls futures concurrently and returns their outputs in order.
-async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut set = Vec::new();
-    for future in futures {
-        set.push(Box::pin(future));
-    }
-    let mut outputs: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
-    std::future::poll_fn(|context| {
-        let mut all_done = true;
-        for (index, future) in set.iter_mut().enumerate() {
-            if outputs[index].is_some() {
-                continue;
-            }
-            match future.as_mut().poll(context) {
-                std::task::Poll::Ready(output) => outputs[index] = Some(output),
-                std::task::Poll::Pending => all_done = false,
-            }
-        }
-        if all_done {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
 }

@@ -38,6 +38,7 @@ pub mod cache;
 mod client;
 pub mod error;
 pub mod fence;
+mod join;
 pub mod journal;
 pub mod limit;
 pub mod price;
@@ -56,6 +57,7 @@ pub use client::{
     CallFailure, ClientStats, Completion, ModelClient, ModelClientBuilder, ReplyCheck, Unusable,
 };
 pub use error::{Error, Result};
+pub use join::join_all;
 pub use journal::{CallOutcome, Journal, JournalRecord, Recovery, ReplayStats};
 pub use limit::Limits;
 pub use price::{Price, PriceTable};

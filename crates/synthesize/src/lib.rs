@@ -47,6 +47,54 @@ pub struct Config {
     /// skipped with a warning row).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub follow_symlinks: bool,
+    /// Which extractor reads the cases: the rules (the default), a model
+    /// ([`extract::llm`]), or both, merged.
+    #[serde(default, skip_serializing_if = "ExtractorMode::is_rule")]
+    pub extractor: ExtractorMode,
+    /// Cases whose notes the model extractor reads at once.
+    #[serde(skip)]
+    pub llm_concurrency: usize,
+}
+
+/// Which extractor reads the cases.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtractorMode {
+    /// The rule extractor alone.
+    #[default]
+    Rule,
+    /// The model extractor alone: only facts whose quote verifies are kept.
+    Llm,
+    /// Both: where they state the same fact with different values, the
+    /// rule's value is kept and the disagreement recorded on the case
+    /// (`extra`, key `extractor_disagreement`); a fact only the model states
+    /// is added.
+    Both,
+}
+
+impl ExtractorMode {
+    fn is_rule(&self) -> bool {
+        *self == ExtractorMode::Rule
+    }
+
+    /// `rule`, `llm` or `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtractorMode::Rule => "rule",
+            ExtractorMode::Llm => "llm",
+            ExtractorMode::Both => "both",
+        }
+    }
+
+    /// Parses `rule`, `llm` or `both`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "rule" => Some(ExtractorMode::Rule),
+            "llm" => Some(ExtractorMode::Llm),
+            "both" => Some(ExtractorMode::Both),
+            _ => None,
+        }
+    }
 }
 
 impl Default for Config {
@@ -57,6 +105,8 @@ impl Default for Config {
             max_case_bytes: 1024 * 1024,
             batch_rows: 512,
             follow_symlinks: false,
+            extractor: ExtractorMode::Rule,
+            llm_concurrency: 8,
         }
     }
 }
@@ -71,6 +121,17 @@ pub struct Report {
     pub facts: u64,
     /// Facts dropped because their span did not verify (0 for the rules).
     pub span_failures: u64,
+    /// Model extractor claims refused (quote not in the note, or not in the
+    /// vocabulary); each is a `cases_quarantine` row.
+    pub unverified_facts: u64,
+    /// Model facts kept (their quote verified).
+    pub llm_facts: u64,
+    /// Cases whose model extraction failed (the call, or an invalid answer
+    /// after one repair); each is a `cases_quarantine` row, and the case
+    /// keeps its rule facts (`both`) or has none (`llm`).
+    pub llm_errors: u64,
+    /// `both`: facts the two extractors gave different values.
+    pub disagreements: u64,
     /// Cases per source format.
     pub by_format: BTreeMap<String, u64>,
     /// Facts per kind.
@@ -93,6 +154,37 @@ pub fn run_with_sources(
     run_dir: &Path,
     extra_sources: &[&dyn FactSource],
 ) -> Result<Report> {
+    run_with(config, inputs, run_dir, extra_sources, None)
+}
+
+/// [`run`] with a model extractor (needed when `config.extractor` is `llm`
+/// or `both`).
+pub fn run_with_extractor(
+    config: &Config,
+    inputs: &[PathBuf],
+    run_dir: &Path,
+    llm: Option<&extract::llm::LlmExtractor>,
+) -> Result<Report> {
+    run_with(config, inputs, run_dir, &[], llm)
+}
+
+fn run_with(
+    config: &Config,
+    inputs: &[PathBuf],
+    run_dir: &Path,
+    extra_sources: &[&dyn FactSource],
+    llm: Option<&extract::llm::LlmExtractor>,
+) -> Result<Report> {
+    let llm = match (config.extractor, llm) {
+        (ExtractorMode::Rule, _) => None,
+        (_, Some(llm)) => Some(llm),
+        (mode, None) => {
+            return Err(Error::Config(format!(
+                "extractor `{}` needs a model (--extractor-model, or `extractor-model` in [cases])",
+                mode.as_str()
+            )));
+        }
+    };
     if config.batch_rows == 0 {
         return Err(Error::Config("batch_rows must be at least 1".into()));
     }
@@ -112,7 +204,13 @@ pub fn run_with_sources(
             ids::hash_reader(fs_err::File::open(&file.path).map_err(read_error)?).map_err(read_error)?;
         hashes.push((file.path.display().to_string(), hash));
     }
-    let sources: Vec<&str> = extra_sources.iter().map(|source| source.origin()).collect();
+    let mut sources: Vec<String> = extra_sources
+        .iter()
+        .map(|source| source.origin().to_string())
+        .collect();
+    if let Some(llm) = llm {
+        sources.push(llm.fingerprint());
+    }
     let fingerprint = ids::fingerprint(&(config, &hashes, &sources, cfeval_schema::CFEVAL_VERSION));
     let shards = |source| Error::Shards {
         table: "cases".into(),
@@ -147,87 +245,73 @@ pub fn run_with_sources(
         fingerprint: fingerprint.clone(),
         catalog_hash: None,
     };
-    let mut writer = store.writer(provenance.clone());
-    let mut quarantine_writer = quarantine_store.writer(provenance);
-    let mut report = Report::default();
-    let mut batch: Vec<CaseRow> = Vec::with_capacity(config.batch_rows);
-    let mut quarantined: Vec<QuarantineRow> = Vec::new();
+    let mut sink = Sink {
+        config,
+        extra_sources,
+        llm,
+        runtime: match llm {
+            Some(_) => Some(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .map_err(|source| Error::Read {
+                        path: run_dir.to_path_buf(),
+                        source,
+                    })?,
+            ),
+            None => None,
+        },
+        writer: store.writer(provenance.clone()),
+        quarantine_writer: quarantine_store.writer(provenance),
+        report: Report::default(),
+        batch: Vec::with_capacity(config.batch_rows),
+        quarantined: Vec::new(),
+        duplicates: input::Duplicates::default(),
+    };
     // First pass: where each case is, so that every copy of a duplicate is
     // quarantined (not just the later ones).
-    let mut duplicates = input::Duplicates::default();
     for file in files {
         read_source(file, config, &mut |item| {
             if let input::Item::Case(raw) = item {
                 let text = source_text(&raw.body);
-                duplicates.note(&raw, &ids::case_id(raw.source_format, &raw.source_id, &text));
+                sink.duplicates
+                    .note(&raw, &ids::case_id(raw.source_format, &raw.source_id, &text));
             }
             Ok(())
         })?;
     }
-    let mut quarantine = |rejected: input::Rejected,
-                          report: &mut Report,
-                          quarantined: &mut Vec<QuarantineRow>|
-     -> Result<()> {
-        report.quarantined += 1;
-        if report.quarantine_reasons.len() < 20 {
-            report.quarantine_reasons.push(match rejected.source_line {
-                Some(line) => format!("{}:{line}: {}", rejected.source_path, rejected.reason),
-                None => format!("{}: {}", rejected.source_path, rejected.reason),
-            });
-        }
-        quarantined.push(QuarantineRow {
-            run: config.run.clone(),
-            stage: "synthesize".into(),
-            source_path: rejected.source_path,
-            source_line: rejected.source_line,
-            source_id: rejected.source_id,
-            reason: rejected.reason,
-            excerpt: rejected.excerpt,
-        });
-        if quarantined.len() >= config.batch_rows {
-            quarantine_writer
-                .write_rows(quarantined)
-                .map_err(quarantine_shards)?;
-            quarantined.clear();
-        }
-        Ok(())
-    };
     for rejected in expanded.skipped {
-        quarantine(rejected, &mut report, &mut quarantined)?;
+        sink.quarantine(rejected)?;
     }
+    // Cases are converted in chunks (a model extractor reads a chunk's
+    // notes concurrently); rejected inputs are recorded as they come.
+    let chunk = config.batch_rows.max(1);
+    let mut pending: Vec<input::RawCase> = Vec::new();
     for file in files {
         read_source(file, config, &mut |item| {
             match item {
-                input::Item::Rejected(rejected) => {
-                    quarantine(rejected, &mut report, &mut quarantined)?;
-                }
+                input::Item::Rejected(rejected) => sink.quarantine(rejected)?,
                 input::Item::Case(raw) => {
-                    let text = source_text(&raw.body);
-                    let case_id = ids::case_id(raw.source_format, &raw.source_id, &text);
-                    if let Some(rejected) = duplicates.check(&raw, &case_id, &text) {
-                        return quarantine(rejected, &mut report, &mut quarantined);
-                    }
-                    let (row, failures) = synthesize_case(&raw, &config.run, extra_sources);
-                    report.span_failures += failures.len() as u64;
-                    for failure in failures {
-                        tracing::warn!(case = %row.source_id, %failure, "fact dropped: span did not verify");
-                    }
-                    report.cases += 1;
-                    report.facts += row.facts.len() as u64;
-                    *report.by_format.entry(row.source_format.clone()).or_default() += 1;
-                    for fact in &row.facts {
-                        *report.facts_by_kind.entry(fact.kind.clone()).or_default() += 1;
-                    }
-                    batch.push(row);
-                    if batch.len() >= config.batch_rows {
-                        writer.write_rows(&batch).map_err(shards)?;
-                        batch.clear();
+                    pending.push(raw);
+                    if pending.len() >= chunk {
+                        sink.convert(std::mem::take(&mut pending))?;
                     }
                 }
             }
             Ok(())
         })?;
     }
+    sink.convert(pending)?;
+    let Sink {
+        writer,
+        mut quarantine_writer,
+        report,
+        batch,
+        quarantined,
+        ..
+    } = sink;
+    let mut writer = writer;
     writer.write_rows(&batch).map_err(shards)?;
     quarantine_writer
         .write_rows(&quarantined)
@@ -241,6 +325,185 @@ pub fn run_with_sources(
         .mark_complete(UNIT, &fingerprint, &entries)
         .map_err(shards)?;
     Ok(report)
+}
+
+fn shards_error(table: &str) -> impl Fn(cfeval_schema::Error) -> Error + '_ {
+    move |source| Error::Shards {
+        table: table.to_string(),
+        source,
+    }
+}
+
+/// Writes `rows` out (and empties it) once it holds `limit` rows.
+fn write_if_full<T: Table>(
+    writer: &mut cfeval_schema::ShardWriter,
+    rows: &mut Vec<T>,
+    limit: usize,
+    table: &str,
+) -> Result<()> {
+    if rows.len() >= limit {
+        writer.write_rows(rows).map_err(shards_error(table))?;
+        rows.clear();
+    }
+    Ok(())
+}
+
+/// Where converted cases and quarantined inputs go.
+struct Sink<'a> {
+    config: &'a Config,
+    extra_sources: &'a [&'a dyn FactSource],
+    llm: Option<&'a extract::llm::LlmExtractor>,
+    runtime: Option<tokio::runtime::Runtime>,
+    writer: cfeval_schema::ShardWriter,
+    quarantine_writer: cfeval_schema::ShardWriter,
+    report: Report,
+    batch: Vec<CaseRow>,
+    quarantined: Vec<QuarantineRow>,
+    duplicates: input::Duplicates,
+}
+
+impl Sink<'_> {
+    /// An input left out: counted, named in the report, listed.
+    fn quarantine(&mut self, rejected: input::Rejected) -> Result<()> {
+        let report = &mut self.report;
+        report.quarantined += 1;
+        if report.quarantine_reasons.len() < 20 {
+            report.quarantine_reasons.push(match rejected.source_line {
+                Some(line) => format!("{}:{line}: {}", rejected.source_path, rejected.reason),
+                None => format!("{}: {}", rejected.source_path, rejected.reason),
+            });
+        }
+        self.list(rejected)
+    }
+
+    /// A row of `cases_quarantine` (for a model fact not kept, the case
+    /// itself is converted: only the row, no input counted).
+    fn list(&mut self, rejected: input::Rejected) -> Result<()> {
+        self.quarantined.push(QuarantineRow {
+            run: self.config.run.clone(),
+            stage: "synthesize".into(),
+            source_path: rejected.source_path,
+            source_line: rejected.source_line,
+            source_id: rejected.source_id,
+            reason: rejected.reason,
+            excerpt: rejected.excerpt,
+        });
+        write_if_full(
+            &mut self.quarantine_writer,
+            &mut self.quarantined,
+            self.config.batch_rows,
+            "cases_quarantine",
+        )
+    }
+
+    /// Converts a chunk of cases (their notes read by the model extractor
+    /// first, concurrently, when there is one).
+    fn convert(&mut self, cases: Vec<input::RawCase>) -> Result<()> {
+        let mut kept = Vec::with_capacity(cases.len());
+        for raw in cases {
+            let text = source_text(&raw.body);
+            let case_id = ids::case_id(raw.source_format, &raw.source_id, &text);
+            match self.duplicates.check(&raw, &case_id, &text) {
+                Some(rejected) => self.quarantine(rejected)?,
+                None => kept.push(raw),
+            }
+        }
+        let claims = match (self.llm, &self.runtime) {
+            (Some(llm), Some(runtime)) => {
+                let notes: Vec<String> = kept
+                    .iter()
+                    .map(|raw| source_text(&raw.body).into_owned())
+                    .collect();
+                Some(read_notes(llm, runtime, &notes, self.config.llm_concurrency))
+            }
+            _ => None,
+        };
+        let mut claims = claims.map(Vec::into_iter);
+        for raw in kept {
+            let model = claims.as_mut().and_then(Iterator::next);
+            let converted = synthesize_case_with(
+                &raw,
+                &self.config.run,
+                self.extra_sources,
+                self.config.extractor,
+                model,
+            );
+            self.record(&raw, converted)?;
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, raw: &input::RawCase, converted: Converted) -> Result<()> {
+        let Converted {
+            row,
+            failures,
+            refused,
+            llm_error,
+            llm_facts,
+            disagreements,
+        } = converted;
+        self.report.span_failures += failures.len() as u64;
+        for failure in failures {
+            tracing::warn!(case = %row.source_id, %failure, "fact dropped: span did not verify");
+        }
+        self.report.llm_facts += llm_facts;
+        self.report.disagreements += disagreements;
+        let place = |reason: String, excerpt: Option<String>| input::Rejected {
+            source_path: raw.source_path.clone(),
+            source_line: raw.source_line,
+            source_id: Some(raw.source_id.clone()),
+            reason,
+            excerpt,
+        };
+        if let Some(error) = llm_error {
+            self.report.llm_errors += 1;
+            self.list(place(
+                format!("model extraction failed, no model facts kept: {error}"),
+                None,
+            ))?;
+        }
+        for refusal in refused {
+            self.report.unverified_facts += 1;
+            let claim = &refusal.claim;
+            self.list(place(
+                format!(
+                    "model fact not kept ({} {} = {}): {}",
+                    claim.kind, claim.name, claim.value, refusal.reason
+                ),
+                Some(claim.quote.chars().take(200).collect()),
+            ))?;
+        }
+        let report = &mut self.report;
+        report.cases += 1;
+        report.facts += row.facts.len() as u64;
+        *report.by_format.entry(row.source_format.clone()).or_default() += 1;
+        for fact in &row.facts {
+            *report.facts_by_kind.entry(fact.kind.clone()).or_default() += 1;
+        }
+        self.batch.push(row);
+        write_if_full(&mut self.writer, &mut self.batch, self.config.batch_rows, "cases")
+    }
+}
+
+/// The model extractor's claims for each note, read `concurrency` at a time
+/// (in note order).
+fn read_notes(
+    llm: &extract::llm::LlmExtractor,
+    runtime: &tokio::runtime::Runtime,
+    notes: &[String],
+    concurrency: usize,
+) -> Vec<std::result::Result<Vec<extract::llm::Claim>, String>> {
+    runtime.block_on(async {
+        let semaphore = tokio::sync::Semaphore::new(concurrency.max(1));
+        let calls = notes.iter().map(|note| {
+            let semaphore = &semaphore;
+            async move {
+                let _permit = semaphore.acquire().await.map_err(|error| error.to_string())?;
+                llm.claims(note).await
+            }
+        });
+        cfeval_model::join_all(calls).await
+    })
 }
 
 /// Reads one input file; in a folder, a file whose format cannot be told is
@@ -307,8 +570,89 @@ pub fn synthesize_case(
     run: &str,
     extra_sources: &[&dyn FactSource],
 ) -> (CaseRow, Vec<extract::SpanError>) {
+    let converted = synthesize_case_with(raw, run, extra_sources, ExtractorMode::Rule, None);
+    (converted.row, converted.failures)
+}
+
+/// One converted case and what its extraction left out.
+pub struct Converted {
+    pub row: CaseRow,
+    /// Facts whose span did not verify (dropped).
+    pub failures: Vec<extract::SpanError>,
+    /// Model claims not kept, and why.
+    pub refused: Vec<extract::llm::Refused>,
+    /// Why the model extraction of this case failed, if it did.
+    pub llm_error: Option<String>,
+    /// Model facts kept.
+    pub llm_facts: u64,
+    /// `both`: facts the extractors gave different values.
+    pub disagreements: u64,
+}
+
+/// What makes two facts the same fact for merging extractors: kind and name
+/// (a prior line: its regimen, case-insensitive).
+fn fact_key(fact: &cfeval_schema::Fact) -> (String, String) {
+    (fact.kind.clone(), fact.name.to_lowercase())
+}
+
+/// Converts one raw case with the extractor `mode`: `model` is the model
+/// extractor's answer for the case's note (`llm` and `both`).
+pub fn synthesize_case_with(
+    raw: &input::RawCase,
+    run: &str,
+    extra_sources: &[&dyn FactSource],
+    mode: ExtractorMode,
+    model: Option<std::result::Result<Vec<extract::llm::Claim>, String>>,
+) -> Converted {
     let (source_text, sections) = chart(&raw.body);
-    let mut facts = extract::extract_facts(&source_text, &sections);
+    let mut facts = match mode {
+        ExtractorMode::Llm => Vec::new(),
+        ExtractorMode::Rule | ExtractorMode::Both => extract::extract_facts(&source_text, &sections),
+    };
+    let mut extra = raw.extra.clone();
+    let (mut refused, mut llm_error, mut llm_facts, mut disagreements) = (Vec::new(), None, 0, 0);
+    match (mode, model) {
+        (ExtractorMode::Rule, _) => {}
+        (_, None) => llm_error = Some("the model extractor gave no answer for this case".to_string()),
+        (_, Some(Err(error))) => llm_error = Some(error),
+        (_, Some(Ok(claims))) => {
+            let vocabulary = match extract::lexicon::Lexicon::builtin() {
+                Ok(lexicon) => extract::llm::Vocabulary::of(lexicon),
+                Err(error) => {
+                    llm_error = Some(format!("the extractor lexicon did not load: {error}"));
+                    extract::llm::Vocabulary::empty()
+                }
+            };
+            let (model_facts, not_kept) = extract::llm::facts_from_claims(&source_text, claims, &vocabulary);
+            refused = not_kept;
+            let mut seen: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+            for mut fact in model_facts {
+                let key = fact_key(&fact);
+                // One model fact per key: its first statement.
+                if !seen.insert(key.clone()) {
+                    continue;
+                }
+                fact.section = extract::sections::section_at(&sections, fact.span_start as usize).to_string();
+                match facts.iter().find(|rule| fact_key(rule) == key) {
+                    Some(rule) if rule.value == fact.value => {}
+                    Some(rule) => {
+                        disagreements += 1;
+                        extra.push(cfeval_schema::KeyValue {
+                            key: "extractor_disagreement".into(),
+                            value: format!(
+                                "{} {}: rule `{}` ({:?}), llm `{}` ({:?})",
+                                key.0, rule.name, rule.value, rule.span_text, fact.value, fact.span_text
+                            ),
+                        });
+                    }
+                    None => {
+                        llm_facts += 1;
+                        facts.push(fact);
+                    }
+                }
+            }
+        }
+    }
     let mut failures = Vec::new();
     for source in extra_sources {
         match source.facts(&source_text, &sections) {
@@ -356,7 +700,14 @@ pub fn synthesize_case(
         sections,
         facts,
         reference: raw.reference.clone(),
-        extra: raw.extra.clone(),
+        extra,
     };
-    (row, failures)
+    Converted {
+        row,
+        failures,
+        refused,
+        llm_error,
+        llm_facts,
+        disagreements,
+    }
 }

@@ -219,7 +219,29 @@ pub fn synthesize_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<c
         Cases::Cohort { cases, seed } => vec![cohort(run_dir, *cases, *seed)?],
         Cases::Inputs { paths, .. } => paths.clone(),
     };
-    Ok(cfeval_synthesize::run(&config, &inputs, run_dir)?)
+    let extractor = &pipeline.extractor;
+    let config = cfeval_synthesize::Config {
+        extractor: extractor.mode,
+        ..config
+    };
+    let llm = match &extractor.model {
+        Some(model) => Some(crate::synthesize_cmd::llm_extractor(
+            model,
+            run_dir,
+            &crate::subjects::ModelSettings {
+                base_url: extractor.base_url.clone(),
+                api_key_env: extractor.api_key_env.clone(),
+                ..crate::subjects::ModelSettings::default()
+            },
+        )?),
+        None => None,
+    };
+    Ok(cfeval_synthesize::run_with_extractor(
+        &config,
+        &inputs,
+        run_dir,
+        llm.as_ref(),
+    )?)
 }
 
 /// Writes the seeded cohort into `RUN/inputs/cohort` unless it is there

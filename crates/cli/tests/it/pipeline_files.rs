@@ -122,6 +122,35 @@ fn cases() -> Vec<(&'static str, usize, String, usize, &'static str)> {
             "unknown field `temprature`",
         ),
         ("bad run name", 2, "name = \"my run!\"".into(), 2, "run name"),
+        (
+            "unknown extractor",
+            6,
+            "cohort = { cases = 4, seed = 1 }\nextractor = \"regex\"".into(),
+            7,
+            "unknown extractor `regex`",
+        ),
+        (
+            "model extractor without a model",
+            6,
+            "cohort = { cases = 4, seed = 1 }\nextractor = \"llm\"".into(),
+            7,
+            "needs `extractor-model`",
+        ),
+        (
+            "extractor model for the rule extractor",
+            6,
+            "cohort = { cases = 4, seed = 1 }\nextractor-model = \"openai/gpt-5\"".into(),
+            7,
+            "is for `extractor = \"llm\"`",
+        ),
+        (
+            "extractor model that is not a model",
+            6,
+            "cohort = { cases = 4, seed = 1 }\nextractor = \"both\"\nextractor-model = \"control/reference\""
+                .into(),
+            8,
+            "is not `provider/model`",
+        ),
         ("wrong type", 3, "seed = \"three\"".into(), 3, "invalid type"),
         (
             "empty cohort",

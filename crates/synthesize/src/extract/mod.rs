@@ -10,6 +10,7 @@
 mod clinical;
 pub mod lexicon;
 mod lines;
+pub mod llm;
 mod markers;
 pub mod sections;
 mod staging;

@@ -8,6 +8,7 @@ mod bad_input;
 mod cohort_quality;
 mod determinism;
 mod intake;
+mod llm_extractor;
 mod notes_gold;
 mod user_cohorts;
 
