@@ -92,6 +92,8 @@ struct RawContext {
     triggers: BTreeMap<String, RawTriggers>,
     pseudo: Vec<String>,
     terminators: Vec<String>,
+    durations: Vec<String>,
+    duration_anchors: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -379,6 +381,8 @@ impl Ontology {
         let mut context = ContextRules {
             pseudo: phrase_set(&raw.context.pseudo),
             terminators: phrase_set(&raw.context.terminators),
+            durations: phrase_set(&raw.context.durations),
+            duration_anchors: phrase_set(&raw.context.duration_anchors),
             ..ContextRules::default()
         };
         for (status, triggers) in &raw.context.triggers {
@@ -522,16 +526,39 @@ impl Ontology {
             let items: Vec<(usize, usize)> = found.iter().map(|(start, end, _)| (*start, *end)).collect();
             let statuses = self.context.classify(&tokens, &items, &items);
             let mut treatments = Vec::new();
+            let mut after_operation = false;
             for ((start, _, treatment), status) in found.iter().zip(statuses) {
                 let (drugs, classes) = self.expand(treatment);
-                let status = if status == Status::Planned && self.time_reference(&tokens, *start, &classes) {
+                let time_reference = self.time_reference(&tokens, *start, &classes);
+                let status = if status == Status::Planned && time_reference {
                     Status::Historical
                 } else {
                     status
                 };
+                after_operation |= time_reference && status == Status::Historical;
                 treatments.push((drugs, classes, status));
             }
-            monotherapy_word |= self.monotherapy.contains(&tokens);
+            // Drug therapy timed from an operation ("CAPOX, starting within
+            // 8 weeks of surgery", "pembrolizumab 4 weeks after resection")
+            // is given after it: adjuvant.
+            if after_operation
+                && treatments.iter().any(|(_, classes, status)| {
+                    *status == Status::Planned && self.setting_role(classes) == SettingRole::Systemic
+                })
+            {
+                treatments.push((Vec::new(), vec!["adjuvant_therapy".into()], Status::Planned));
+            }
+            // A monotherapy word says what it stands beside: "IO mono — not
+            // appropriate" rules monotherapy out, it does not plan it.
+            let monotherapy_words = self.monotherapy.find(&tokens);
+            let spans: Vec<(usize, usize)> = monotherapy_words
+                .iter()
+                .map(|(start, end, ())| (*start, *end))
+                .collect();
+            monotherapy_word |= self
+                .context
+                .classify(&tokens, &spans, &items)
+                .contains(&Status::Planned);
             let intents = self.intent.find(&tokens);
             let spans: Vec<(usize, usize)> = intents.iter().map(|(start, end, _)| (*start, *end)).collect();
             for ((_, _, intent), status) in intents.iter().zip(self.context.classify(&tokens, &spans, &items))
@@ -1337,6 +1364,87 @@ mod tests {
                 "guideline drug fragment `{fragment}` is not a drug of the ontology"
             );
         }
+    }
+
+    #[test]
+    fn drug_therapy_timed_from_an_operation_is_adjuvant() {
+        let ontology = ontology();
+        let timed =
+            ontology.analyze("Capecitabine and oxaliplatin, to start within six weeks of the operation");
+        assert!(timed.classes.contains("adjuvant_therapy"), "{timed:?}");
+        assert!(timed.history.contains("surgical_resection"), "{timed:?}");
+        assert_eq!(timed.intent.as_deref(), Some("curative"));
+        // An operation ruled out is no point in time.
+        let instead = ontology.analyze("Cisplatin and vinorelbine in lieu of surgery");
+        assert!(!instead.classes.contains("adjuvant_therapy"), "{instead:?}");
+    }
+
+    #[test]
+    fn a_planned_length_of_time_is_not_history() {
+        let ontology = ontology();
+        let length = ontology.analyze("Six weeks of pelvic radiotherapy with weekly cisplatin");
+        assert!(length.drugs.contains("cisplatin"), "{length:?}");
+        assert!(length.classes.contains("radiotherapy"), "{length:?}");
+        let after = ontology.analyze("Docetaxel after 9 months of FOLFOX");
+        assert!(after.history.contains("oxaliplatin"), "{after:?}");
+    }
+
+    #[test]
+    fn a_monotherapy_word_has_the_status_of_what_it_stands_beside() {
+        let ontology = ontology();
+        let ruled_out = ontology.analyze(
+            "Pembrolizumab monotherapy is not appropriate. Carboplatin, pemetrexed and pembrolizumab.",
+        );
+        assert!(
+            !ruled_out.classes.contains("immunotherapy_monotherapy"),
+            "{ruled_out:?}"
+        );
+        let planned = ontology.analyze("1L: cemiplimab mono");
+        assert!(
+            planned.classes.contains("immunotherapy_monotherapy"),
+            "{planned:?}"
+        );
+    }
+
+    #[test]
+    fn response_adapted_steps_are_part_of_the_pathway() {
+        let ontology = ontology();
+        let pathway =
+            ontology.analyze("Neoadjuvant docetaxel, carboplatin and trastuzumab; T-DM1 if residual disease");
+        assert!(pathway.drugs.contains("trastuzumab emtansine"), "{pathway:?}");
+        let labelled = ontology.analyze("If non-pCR: nivolumab for a year after surgery");
+        assert!(labelled.drugs.contains("nivolumab"), "{labelled:?}");
+    }
+
+    #[test]
+    fn stopping_holding_and_future_treatment_read_as_meant() {
+        let ontology = ontology();
+        for text in ["Sunitinib should stop.", "We will stop sunitinib."] {
+            let stopped = ontology.analyze(text);
+            assert!(
+                stopped.avoided.contains("sunitinib") && stopped.drugs.is_empty(),
+                "{text}: {stopped:?}"
+            );
+        }
+        let held = ontology.analyze("Axitinib with pembrolizumab now; cabozantinib is kept for progression");
+        assert!(held.contingent.contains("cabozantinib"), "{held:?}");
+        assert!(held.drugs.contains("axitinib"), "{held:?}");
+        let future = ontology.analyze("The painful vertebra will be treated with radiotherapy");
+        assert!(future.classes.contains("radiotherapy"), "{future:?}");
+    }
+
+    #[test]
+    fn a_progressed_first_line_written_with_an_arrow_is_history() {
+        let ontology = ontology();
+        let plan = ontology.analyze("1L FOLFOX + pmab → PD.\n2L: FOLFIRI + bev");
+        assert!(plan.history.contains("oxaliplatin"), "{plan:?}");
+        assert!(
+            plan.drugs.contains("irinotecan") && !plan.drugs.contains("oxaliplatin"),
+            "{plan:?}"
+        );
+        let stopped = ontology.analyze("d/c nivo → 2L cabozantinib");
+        assert!(stopped.avoided.contains("nivolumab"), "{stopped:?}");
+        assert!(stopped.drugs.contains("cabozantinib"), "{stopped:?}");
     }
 
     #[test]

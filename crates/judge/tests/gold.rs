@@ -422,15 +422,44 @@ fn rule_judge_on_the_held_out_gold_set() {
         overall.total
     );
     // Measured when the set was added: 0.862 decided, kappa 0.777 (stop
-    // 12's judge: 0.844, 0.746); families B and N 0.708.
+    // 12's judge: 0.844, 0.746); families B and N 0.708. After the reading
+    // rules of the generalisation round (arrows, durations, timed adjuvant
+    // therapy, negated verbs, response-adapted pathways): 0.886 decided,
+    // kappa 0.816, abstained 0.006; A 0.914, B 0.792, C 0.944, D 0.958,
+    // E 0.875, N 0.792.
     assert!(
-        overall.decided_agreement() >= 0.86,
+        overall.decided_agreement() >= 0.88,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.77, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.81, "{}", line("overall", &overall));
     for (family, tally) in &families {
-        assert!(tally.decided_agreement() >= 0.70, "{}", line(family, tally));
+        assert!(tally.decided_agreement() >= 0.79, "{}", line(family, tally));
+    }
+}
+
+/// A third gold set (`judge-pairs-fresh`), written by yet another hand in
+/// ten other styles (markdown with tables, careful prose, SOAP, MDT minutes,
+/// letters, telegraphic shorthand, hedged differentials, long restatements,
+/// key: value blocks, numbered steps) after the held-out set had been read
+/// to fix its failures: the measure of the judge on writing no rule was
+/// read against. Its floors hold the figures measured when it was added.
+#[test]
+fn rule_judge_on_the_fresh_gold_set() {
+    let Scored { overall, families } = score_set("judge-pairs-fresh");
+    assert!(overall.total >= 150, "the fresh set has {} pairs", overall.total);
+    // Measured when the set was added: 0.782 decided, kappa 0.654,
+    // abstained 0.018; families B and D 0.652, E 0.750, A 0.778. After the
+    // generalisation round: 0.838 decided, kappa 0.742, abstained 0.006;
+    // A 0.806, B 0.833, C 0.944, D 0.652, E 0.792, N 0.958.
+    assert!(
+        overall.decided_agreement() >= 0.83,
+        "{}",
+        line("overall", &overall)
+    );
+    assert!(overall.kappa() >= 0.74, "{}", line("overall", &overall));
+    for (family, tally) in &families {
+        assert!(tally.decided_agreement() >= 0.65, "{}", line(family, tally));
     }
 }
 

@@ -20,8 +20,6 @@
 
 use std::collections::HashMap;
 
-use super::words;
-
 /// What a reply says about one mention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
@@ -64,11 +62,17 @@ pub struct Trigger {
     pub direction: Direction,
 }
 
-/// Splits text into tokens: lower-case words, and `,` `:` `(` `)` alone.
+/// The token an arrow (`→`, `->`, `=>`) becomes: a step of a sequence.
+pub const ARROW: &str = "→";
+
+/// Splits text into tokens: lower-case words, `,` `:` `(` `)` alone, and
+/// arrows (`→`, `->`, `=>`) as [`ARROW`].
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
+    let mut previous = ' ';
     for character in text.chars() {
+        let before = std::mem::replace(&mut previous, character);
         if character.is_alphanumeric() {
             word.extend(character.to_lowercase());
             continue;
@@ -79,6 +83,9 @@ pub fn tokens(text: &str) -> Vec<String> {
         if matches!(character, ',' | ':' | '(' | ')') {
             out.push(character.to_string());
         }
+        if character == '→' || (character == '>' && matches!(before, '-' | '=')) {
+            out.push(ARROW.to_string());
+        }
     }
     if !word.is_empty() {
         out.push(word);
@@ -88,6 +95,12 @@ pub fn tokens(text: &str) -> Vec<String> {
 
 fn is_boundary(token: &str) -> bool {
     matches!(token, ":" | "(" | ")")
+}
+
+/// An arrow steps from one part of a sequence to the next (`d/c nivo → 2L
+/// cabozantinib`): it ends a negation or a history, not a condition.
+fn is_arrow(token: &str) -> bool {
+    token == ARROW
 }
 
 fn is_connector(token: &str) -> bool {
@@ -110,7 +123,7 @@ impl<T> Default for Phrases<T> {
 
 impl<T: Clone> Phrases<T> {
     pub fn insert(&mut self, phrase: &str, value: T) {
-        let phrase = words(phrase);
+        let phrase = tokens(phrase);
         let Some(first) = phrase.first().cloned() else {
             return;
         };
@@ -162,6 +175,13 @@ pub struct ContextRules {
     pub triggers: Phrases<Trigger>,
     pub pseudo: Phrases<()>,
     pub terminators: Phrases<()>,
+    /// Triggers that name a length of time (`weeks of`): they open a scope
+    /// only after an anchor (`within 8 weeks of surgery`, `after 6 months
+    /// of FOLFOX`); alone they give a plan its length (`five weeks of
+    /// radiotherapy`).
+    pub durations: Phrases<()>,
+    /// Words that make a following duration a point in time (`within`, `after`).
+    pub duration_anchors: Phrases<()>,
 }
 
 impl ContextRules {
@@ -228,9 +248,11 @@ impl ContextRules {
             .collect()
     }
 
-    /// Trigger matches not covered by a pseudo-trigger.
+    /// Trigger matches not covered by a pseudo-trigger; a duration counts
+    /// only when an anchor stands within three words before it.
     fn triggers_in(&self, tokens: &[String]) -> Vec<(usize, usize, Trigger)> {
         let pseudo = self.pseudo.find(tokens);
+        let anchors = self.duration_anchors.find(tokens);
         self.triggers
             .find(tokens)
             .into_iter()
@@ -238,6 +260,15 @@ impl ContextRules {
                 !pseudo
                     .iter()
                     .any(|(pseudo_start, pseudo_end, ())| start < pseudo_end && pseudo_start < end)
+            })
+            .filter(|(start, end, _)| {
+                self.durations
+                    .longest_at(tokens, *start)
+                    .map(|(length, ())| length)
+                    != Some(end - start)
+                    || anchors
+                        .iter()
+                        .any(|(_, anchor_end, ())| anchor_end <= start && start - anchor_end <= 3)
             })
             .collect()
     }
@@ -276,6 +307,19 @@ fn forward_end(
             index += 1;
             continue;
         }
+        // A negated verb is one phrase with its negation (`do not plan to
+        // continue X`, `not recommend X`): the terminator right after the
+        // trigger is inside the scope.
+        if index == from
+            && status == Status::Negated
+            && let Some(length) = terminator_at[index]
+        {
+            index += length;
+            continue;
+        }
+        if is_arrow(token) && matches!(status, Status::Negated | Status::Historical) {
+            return index;
+        }
         if terminator_at[index].is_some()
             || is_boundary(token)
             || (index > from && trigger_starts.contains(&index))
@@ -285,6 +329,13 @@ fn forward_end(
         if is_connector(token) {
             let continues = match status {
                 Status::Conditional | Status::Hypothetical => true,
+                // Before its first treatment a negation runs through the
+                // verbs it governs (`not be continued or replaced by
+                // another checkpoint inhibitor`).
+                Status::Negated if !seen_item => {
+                    matches!(token, "or" | "nor")
+                        && item_ahead(tokens, index, terminator_at, trigger_starts, starts_item)
+                }
                 Status::Negated => seen_item && item_follows(tokens, index, starts_item),
                 Status::Historical => token != "," && seen_item && item_follows(tokens, index, starts_item),
                 Status::Planned => false,
@@ -315,6 +366,30 @@ fn item_follows(tokens: &[String], index: usize, starts_item: &dyn Fn(usize) -> 
             .take_while(|&position| !is_boundary(&tokens[position]) && !is_connector(&tokens[position]))
             .any(starts_item)
     })
+}
+
+/// How far past a connector a negation that has reached no treatment yet
+/// looks for the one its verbs govern.
+const VERB_GAP: usize = 6;
+
+/// Whether a treatment starts within [`VERB_GAP`] words after the connector
+/// at `index`, before any boundary, terminator or other trigger.
+fn item_ahead(
+    tokens: &[String],
+    index: usize,
+    terminator_at: &[Option<usize>],
+    trigger_starts: &[usize],
+    starts_item: &dyn Fn(usize) -> bool,
+) -> bool {
+    (index + 1..tokens.len().min(index + 1 + VERB_GAP))
+        .take_while(|&position| {
+            !is_boundary(&tokens[position])
+                && !is_arrow(&tokens[position])
+                && tokens[position] != ","
+                && terminator_at[position].is_none()
+                && !trigger_starts.contains(&position)
+        })
+        .any(starts_item)
 }
 
 /// Where a backward scope ending at `before` starts (inclusive).
@@ -352,6 +427,15 @@ fn backward_start(
             // `Immunotherapy: atezolizumab not indicated` rules out the
             // category its line is labelled with.
             return 0;
+        }
+        // `FOLFOX + pmab → nivo maint → PD`: the history behind an arrow
+        // reaches every step before it; a negation stops at the arrow.
+        if is_arrow(token) {
+            if status == Status::Historical {
+                index = previous;
+                continue;
+            }
+            return index;
         }
         if is_boundary(token)
             || ends_terminator(terminator_at, previous)
@@ -435,6 +519,16 @@ mod tests {
         rules
             .triggers
             .insert("would have", trigger(Status::Hypothetical, Direction::Forward));
+        rules
+            .triggers
+            .insert("→ pd", trigger(Status::Historical, Direction::Backward));
+        rules
+            .triggers
+            .insert("weeks of", trigger(Status::Historical, Direction::Forward));
+        rules.durations.insert("weeks of", ());
+        for anchor in ["within", "after"] {
+            rules.duration_anchors.insert(anchor, ());
+        }
         for phrase in ["no change", "with or without", "not only"] {
             rules.pseudo.insert(phrase, ());
         }
@@ -671,6 +765,57 @@ mod tests {
         );
         assert_eq!(
             status_of("not only pembrolizumab", "pembrolizumab"),
+            Status::Planned
+        );
+    }
+
+    #[test]
+    fn an_arrow_ends_a_negation_and_history_reaches_back_across_arrows() {
+        assert_eq!(tokens("a -> b => c → d"), ["a", "→", "b", "→", "c", "→", "d"]);
+        assert_eq!(status_of("no folfox → folfiri", "folfox"), Status::Negated);
+        assert_eq!(status_of("no folfox → folfiri", "folfiri"), Status::Planned);
+        let text = "1L folfox + cisplatin → docetaxel maint → PD; rt";
+        for word in ["folfox", "cisplatin", "docetaxel"] {
+            assert_eq!(status_of(text, word), Status::Historical, "{word}");
+        }
+        // A condition runs on past an arrow.
+        assert_eq!(status_of("if PD → folfiri", "folfiri"), Status::Conditional);
+    }
+
+    #[test]
+    fn a_duration_is_a_point_in_time_only_after_an_anchor() {
+        assert_eq!(status_of("five weeks of rt", "rt"), Status::Planned);
+        assert_eq!(
+            status_of("folfox within six weeks of surgery", "surgery"),
+            Status::Historical
+        );
+        assert_eq!(
+            status_of("docetaxel after 12 weeks of folfox", "folfox"),
+            Status::Historical
+        );
+    }
+
+    #[test]
+    fn a_negation_takes_its_verbs_with_it() {
+        // The terminator right after a negation is its verb.
+        assert_eq!(
+            status_of("we do not recommend surgery", "surgery"),
+            Status::Negated
+        );
+        // Before its first treatment a negation runs through coordinated verbs.
+        assert_eq!(
+            status_of(
+                "not be continued or swapped for another pembrolizumab",
+                "pembrolizumab"
+            ),
+            Status::Negated
+        );
+        assert_eq!(
+            status_of("not continued and folfox started", "folfox"),
+            Status::Planned
+        );
+        assert_eq!(
+            status_of("not tolerated or, later, folfox", "folfox"),
             Status::Planned
         );
     }
