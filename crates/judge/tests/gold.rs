@@ -353,11 +353,19 @@ fn line(name: &str, tally: &Tally) -> String {
 /// Scores the rule judge on a gold set and prints the report (every
 /// disagreement too with `CFEVAL_GOLD_REPORT`).
 fn score_set(set: &str) -> Scored {
+    scored(set, std::env::var_os("CFEVAL_GOLD_REPORT").is_some())
+}
+
+/// [`score_set`] without the disagreements, whatever the environment says.
+fn score_set_quietly(set: &str) -> Scored {
+    scored(set, false)
+}
+
+fn scored(set: &str, verbose: bool) -> Scored {
     let judged = judge_all(set);
     let mut overall = Tally::default();
     let mut families: BTreeMap<String, Tally> = BTreeMap::new();
     let mut styles: BTreeMap<String, Tally> = BTreeMap::new();
-    let verbose = std::env::var_os("CFEVAL_GOLD_REPORT").is_some();
     for item in &judged {
         let gold = item.record.label.as_str();
         overall.add(gold, item.judged);
@@ -463,26 +471,29 @@ fn rule_judge_on_the_fresh_gold_set() {
     }
 }
 
-/// A third gold set (`judge-pairs-fresh`), written by yet another hand in
-/// ten other styles (markdown with tables, careful prose, SOAP, MDT minutes,
-/// letters, telegraphic shorthand, hedged differentials, long restatements,
-/// key: value blocks, numbered steps) after the held-out set had been read
-/// to fix its failures: the measure of the judge on writing no rule was
-/// read against. Its floors hold the figures measured when it was added.
+/// A fourth gold set (`judge-pairs-final`, 168 pairs in ten more styles:
+/// consult notes, bolded-lead answers, terse replies, board votes, emails,
+/// resident presentations, guideline-citing answers, tables, risk-benefit
+/// weighing, answers addressed to the patient), written while the reading
+/// rules were being fixed on the held-out and fresh sets and never opened by
+/// whoever wrote them: the judge on writing nobody tuned it to. Only its
+/// figures are printed (no disagreements, so that nobody tunes to it); its
+/// floors hold what was measured when it was added.
 #[test]
-fn rule_judge_on_the_fresh_gold_set() {
-    let Scored { overall, families } = score_set("judge-pairs-fresh");
-    assert!(overall.total >= 150, "the fresh set has {} pairs", overall.total);
-    // Measured when the set was added: 0.782 decided, kappa 0.654,
-    // abstained 0.018; families B and D 0.652, E 0.750, A 0.778.
+fn rule_judge_on_the_final_gold_set() {
+    let Scored { overall, families } = score_set_quietly("judge-pairs-final");
+    assert!(overall.total >= 150, "the final set has {} pairs", overall.total);
+    // Measured when the set was added: 0.707 decided, kappa 0.528,
+    // abstained 0.024; families A 0.706, B 0.750, C 0.743, D 0.652,
+    // E 0.792, N 0.583.
     assert!(
-        overall.decided_agreement() >= 0.78,
+        overall.decided_agreement() >= 0.70,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.65, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.52, "{}", line("overall", &overall));
     for (family, tally) in &families {
-        assert!(tally.decided_agreement() >= 0.65, "{}", line(family, tally));
+        assert!(tally.decided_agreement() >= 0.58, "{}", line(family, tally));
     }
 }
 
