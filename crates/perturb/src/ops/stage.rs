@@ -96,6 +96,19 @@ pub(crate) fn set_stage(chart: &Chart<'_>, direction: StageDirection) -> Result<
     }
     for captures in tnm_regex().captures_iter(chart.text) {
         tnm_edit(chart, &captures, direction, &mut outcome)?;
+        if let Some(whole) = captures.get(0) {
+            mentions.push(whole.range());
+        }
+    }
+    // A metastatic fact read from a stage or TNM mention (stage IV, M1, or
+    // the group of a non-metastatic stage) follows the mention's new value.
+    let metastatic = if direction == StageDirection::UpToFour {
+        "true"
+    } else {
+        "false"
+    };
+    for mention in &mentions {
+        retarget_facts(chart, mention, &mut outcome, "metastatic", metastatic);
     }
     match direction {
         StageDirection::UpToFour => up_framing(chart, &mut outcome)?,
