@@ -193,14 +193,15 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
         control: config.control_family.clone(),
     };
     let accumulated = accumulate::accumulate(run_dir, &families, &human::keys(&labels))?;
-    let mut hashes = accumulated.catalog_hashes.iter();
-    if let (Some(first), Some(second)) = (hashes.next(), hashes.next())
-        && !config.allow_mixed_catalogs
-    {
-        return Err(Error::MixedCatalogs {
-            first: first.clone(),
-            second: second.clone(),
-        });
+    let mut lock = cfeval_schema::lineage::RowCatalogLock::new(None, config.allow_mixed_catalogs);
+    for hash in &accumulated.catalog_hashes {
+        lock.check(hash).map_err(|conflict| match conflict {
+            cfeval_schema::lineage::CatalogConflict::Mixed { first, second }
+            | cfeval_schema::lineage::CatalogConflict::Lock {
+                expected: first,
+                found: second,
+            } => Error::MixedCatalogs { first, second },
+        })?;
     }
     let run = accumulated.run.clone().unwrap_or_default();
     let layout = scores::layout(&accumulated, config.resampling)?;

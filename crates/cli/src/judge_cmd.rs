@@ -49,7 +49,7 @@ pub fn build_judge(
             fallback.map(|fallback| *fallback),
         ));
     }
-    if name.starts_with("control/") {
+    if cfeval_schema::vocab::SubjectKind::is_control(name) {
         anyhow::bail!("{name} is a control subject, not a judge (use `rule` or a model name)");
     }
     let llm = |name: &str, settings: &ModelSettings| -> anyhow::Result<Box<LlmJudge>> {

@@ -122,7 +122,7 @@ fn sample(args: &LabelsSampleArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         variants.read_columns::<Entry>(&["case_id", "variant_id", "intervention", "family", "applicable"])?
     {
         for variant in batch? {
-            if variant.family == "baseline" {
+            if variant.family == cfeval_schema::vocab::BASELINE {
                 baselines.insert(variant.case_id.clone(), variant.variant_id.clone());
             } else if variant.applicable {
                 changed.insert(

@@ -47,6 +47,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use cfeval_model::{Limits, Price, SubjectSpec};
+use cfeval_schema::vocab::SubjectKind;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -136,7 +137,7 @@ pub struct SubjectPlan {
 
 impl SubjectPlan {
     pub fn is_control(&self) -> bool {
-        self.name.starts_with("control/")
+        SubjectKind::is_control(&self.name)
     }
 }
 
@@ -847,7 +848,7 @@ impl Checker<'_> {
                 ));
             }
             (_, Some(model)) => {
-                if model.get_ref().starts_with("control/") || !model.get_ref().contains('/') {
+                if SubjectKind::is_control(model.get_ref()) || !model.get_ref().contains('/') {
                     return Err(self.spanned(
                         model,
                         format!(
@@ -896,7 +897,7 @@ impl Checker<'_> {
 
     fn model_name(&self, name: &Spanned<String>, role: &str) -> Result<(), PipelineError> {
         let value = name.get_ref();
-        if let Some(model) = value.strip_prefix("embedded/") {
+        if let SubjectKind::Embedded(model) = SubjectKind::of(value) {
             if model.is_empty() {
                 return Err(self.spanned(name, format!("{role} `{value}` names no embedded model")));
             }
@@ -938,7 +939,7 @@ impl Checker<'_> {
     ) -> Result<SubjectPlan, PipelineError> {
         let raw = subject.get_ref();
         let name = raw.name.get_ref().clone();
-        let control = name.starts_with("control/");
+        let control = SubjectKind::is_control(&name);
         if control {
             let guidelines = cfeval_guidelines::Guidelines::builtin()
                 .map_err(|error| self.spanned(&raw.name, error.to_string()))?;
@@ -1097,7 +1098,7 @@ impl Checker<'_> {
     ) -> Result<JudgePlan, PipelineError> {
         let raw = judge.get_ref();
         let name = raw.name.get_ref().clone();
-        if name.starts_with("control/") {
+        if SubjectKind::is_control(&name) {
             return Err(self.spanned(
                 &raw.name,
                 format!("`{name}` is a control subject, not a judge (use `rule` or a model name)"),
@@ -1134,7 +1135,7 @@ impl Checker<'_> {
             if fallback.get_ref() == &name {
                 return Err(self.spanned(fallback, "a judge cannot be its own fallback"));
             }
-            if fallback.get_ref().starts_with("control/")
+            if SubjectKind::is_control(fallback.get_ref())
                 || fallback.get_ref() == cfeval_judge::RuleJudge::NAME
             {
                 return Err(self.spanned(
@@ -1287,7 +1288,7 @@ impl Pipeline {
     pub fn check_environment(&self, env: &dyn Fn(&str) -> Option<String>) -> Vec<PipelineError> {
         let mut problems = Vec::new();
         for endpoint in self.endpoints() {
-            let message = if endpoint.model.starts_with("embedded/") {
+            let message = if SubjectKind::is_embedded(endpoint.model) {
                 let path = cfeval_embedded::default_model_path();
                 (!path.exists()).then(|| {
                     format!(

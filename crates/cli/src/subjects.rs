@@ -7,6 +7,7 @@ use anyhow::Context;
 use cfeval_embedded::{EmbeddedBackend, Options};
 use cfeval_infer::{Control, Subject};
 use cfeval_model::{Blocking, Journal, Limits, ModelClient, PriceTable, ResponseCache, SubjectSpec};
+use cfeval_schema::vocab::SubjectKind;
 
 /// How to reach a model subject.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +49,7 @@ pub fn model_client(name: &str, run_dir: &Path, settings: &ModelSettings) -> any
         .unwrap_or_else(|| run_dir.join("journal").join(format!("{}.jsonl", file_name(name))));
     let (journal, recovery) = Journal::open(&journal_path, true)?;
     tracing::debug!(?recovery, journal = %journal_path.display(), "opened call journal");
-    let builder = if let Some(model) = name.strip_prefix("embedded/") {
+    let builder = if let SubjectKind::Embedded(model) = SubjectKind::of(name) {
         let backend = EmbeddedBackend::load(model, None, Options::default())?;
         // CPU-bound and already using every core: one call at a time, and no
         // network-style timeouts on a slow machine.
@@ -78,12 +79,12 @@ pub fn model_client(name: &str, run_dir: &Path, settings: &ModelSettings) -> any
 
 /// The subject named `name`.
 pub fn subject(name: &str, run_dir: &Path, settings: &ModelSettings) -> anyhow::Result<Subject> {
-    if name.starts_with("control/") {
+    if SubjectKind::is_control(name) {
         let guidelines = cfeval_guidelines::Guidelines::builtin()?;
         return Ok(Subject::Control(Control::parse(name, guidelines)?));
     }
     let client = model_client(name, run_dir, settings)?;
-    let native_tools = !name.starts_with("embedded/");
+    let native_tools = !SubjectKind::is_embedded(name);
     Ok(Subject::Model {
         name: name.to_string(),
         client,

@@ -4,7 +4,6 @@ use std::io::Write;
 
 use anyhow::Context;
 use cfeval_synthesize::cohort::{self, CohortConfig};
-use cfeval_synthesize::extract::lexicon::Lexicon;
 use cfeval_synthesize::extract::llm::LlmExtractor;
 use cfeval_synthesize::{Config, ExtractorMode, InputFormat};
 
@@ -96,11 +95,5 @@ pub fn llm_extractor(
 ) -> anyhow::Result<LlmExtractor> {
     let client = crate::subjects::model_client(model, run_dir, settings)
         .with_context(|| format!("the extractor model `{model}`"))?;
-    let lexicon = Lexicon::builtin()?;
-    Ok(LlmExtractor::new(
-        model,
-        client,
-        lexicon,
-        LlmExtractor::DEFAULT_MAX_TOKENS,
-    ))
+    Ok(LlmExtractor::new(model, client, LlmExtractor::DEFAULT_MAX_TOKENS))
 }

@@ -37,11 +37,12 @@ pub struct Control {
 impl Control {
     /// Parses `control/<kind>`.
     pub fn parse(name: &str, guidelines: Guidelines) -> Result<Self> {
-        let kind = match name.strip_prefix("control/") {
-            Some("reference") => ControlKind::Reference,
-            Some("constant") => ControlKind::Constant,
-            Some("erratic") => ControlKind::Erratic,
-            Some(blind) if blind.starts_with("blind-") => {
+        use cfeval_schema::vocab::SubjectKind::Control;
+        let kind = match cfeval_schema::vocab::SubjectKind::of(name) {
+            Control("reference") => ControlKind::Reference,
+            Control("constant") => ControlKind::Constant,
+            Control("erratic") => ControlKind::Erratic,
+            Control(blind) if blind.starts_with("blind-") => {
                 let kinds: Vec<String> = match &blind["blind-".len()..] {
                     "surgery" => vec!["surgery".into()],
                     "biomarker" | "biomarkers" => vec!["biomarker".into()],

@@ -30,4 +30,6 @@ pub use control::{Control, ControlKind};
 pub use error::{Error, Result};
 pub use prompt::Prompts;
 pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
-pub use run::{Config, DEFAULT_MAX_TRIES, Report, Slice, fingerprint, run, run_async, unit};
+pub use run::{
+    Config, DEFAULT_MAX_TRIES, Report, Slice, answers, answers_variant, fingerprint, run, run_async, unit,
+};

@@ -25,6 +25,8 @@ use cfeval_schema::{
 };
 use serde::{Deserialize, Serialize};
 
+use cfeval_schema::lineage::CatalogConflict;
+
 use crate::error::{Error, Result};
 use crate::prompt::Prompts;
 use crate::respond::{CallSettings, Mode, Subject, respond};
@@ -62,6 +64,31 @@ impl Slice {
         }
         cfeval_schema::ids::id_hash(id) % u64::from(self.count) == u64::from(self.index - 1)
     }
+}
+
+/// Whether a unit of `slice` limited to `families` (empty: all) answers
+/// `variant`: the one selection predicate (infer, the driver's plan and its
+/// progress bars all ask it).
+pub fn answers(slice: Slice, families: &[String], variant: &VariantRow) -> bool {
+    answers_variant(
+        slice,
+        families,
+        &variant.variant_id,
+        &variant.family,
+        variant.applicable,
+    )
+}
+
+/// [`answers`] over a variant's id, family and applicability (for readers
+/// of a projection of the variants).
+pub fn answers_variant(
+    slice: Slice,
+    families: &[String],
+    variant_id: &str,
+    family: &str,
+    applicable: bool,
+) -> bool {
+    applicable && slice.contains(variant_id) && cfeval_schema::vocab::covers_family(families, family)
 }
 
 /// Settings of one infer run.
@@ -247,7 +274,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         // The unit is being worked on again: until it completes, it is partial.
         responses.mark_incomplete(&unit)?;
     }
-    let mut catalog: Option<String> = None;
+    let mut lock = cfeval_schema::lineage::RowCatalogLock::new(None, config.allow_mixed_catalogs);
     // The responses carry the catalog of the variants they answer (the
     // catalog lock later stages check), when the variants share one.
     let provenance = Provenance {
@@ -262,24 +289,18 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     let samples = config.samples.max(1);
     for batch in variants.read_rows::<VariantRow>()? {
         for variant in batch? {
-            if !variant.applicable
-                || !config.slice.contains(&variant.variant_id)
-                || (!config.families.is_empty()
-                    && variant.family != "baseline"
-                    && !config.families.contains(&variant.family))
-            {
+            if !answers(config.slice, &config.families, &variant) {
                 continue;
             }
-            match &catalog {
-                None => catalog = Some(variant.catalog_hash.clone()),
-                Some(first) if *first != variant.catalog_hash && !config.allow_mixed_catalogs => {
-                    return Err(Error::MixedCatalogs {
-                        first: first.clone(),
-                        second: variant.catalog_hash.clone(),
-                    });
-                }
-                Some(_) => {}
-            }
+            lock.check(&variant.catalog_hash)
+                .map_err(|conflict| match conflict {
+                    CatalogConflict::Mixed { first, second } => Error::MixedCatalogs { first, second },
+                    // No lock is given here: only a mixture can be refused.
+                    CatalogConflict::Lock { expected, found } => Error::MixedCatalogs {
+                        first: expected,
+                        second: found,
+                    },
+                })?;
             let variant = Arc::new(variant);
             for sample in 0..samples {
                 report.tuples += 1;

@@ -55,3 +55,16 @@ pub enum Error {
 
 /// The judge stage's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<cfeval_schema::lineage::CatalogConflict> for Error {
+    fn from(conflict: cfeval_schema::lineage::CatalogConflict) -> Self {
+        match conflict {
+            cfeval_schema::lineage::CatalogConflict::Lock { expected, found } => {
+                Error::CatalogLock { expected, found }
+            }
+            cfeval_schema::lineage::CatalogConflict::Mixed { first, second } => {
+                Error::MixedCatalogs { first, second }
+            }
+        }
+    }
+}

@@ -30,6 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
+use cfeval_schema::vocab::{BASELINE, covers_family};
 use cfeval_schema::{
     ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, RESAMPLE, Reference, ResponseRow,
     ShardStore, ShardWriter, StoreOptions, Table, TableName, VariantRow, ids, lineage, units,
@@ -127,9 +128,7 @@ impl Config {
     /// subject and family filters).
     pub fn selects(&self, subject: &str, family: &str) -> bool {
         (self.only_subjects.is_empty() || self.only_subjects.iter().any(|only| only == subject))
-            && (self.only_families.is_empty()
-                || family == "baseline"
-                || self.only_families.iter().any(|only| only == family))
+            && covers_family(&self.only_families, family)
     }
 
     /// Defaults for `run`, with the built-in family map.
@@ -418,17 +417,17 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     };
     // Pass 1: subjects, the catalog lock, and how much the baselines weigh.
     let mut subjects: BTreeSet<String> = BTreeSet::new();
-    let mut catalog: Option<String> = None;
+    let mut lock = lineage::RowCatalogLock::new(config.catalog_hash.clone(), config.allow_mixed_catalogs);
     let mut held_bytes = 0u64;
     for batch in responses.read_columns::<ResponseSize>(RESPONSE_SIZE_COLUMNS)? {
         for row in batch? {
-            check_catalog(config, &mut catalog, &row.catalog_hash)?;
+            lock.check(&row.catalog_hash)?;
             if (config.only_subjects.is_empty() || config.only_subjects.contains(&row.subject))
                 && !subjects.contains(&row.subject)
             {
                 subjects.insert(row.subject.clone());
             }
-            if row.family == "baseline" {
+            if row.family == BASELINE {
                 // Each of text and recommendation falls back on the other.
                 let (text, recommendation) = (text_len(&row.text), text_len(&row.recommendation));
                 held_bytes += ENTRY_OVERHEAD
@@ -439,6 +438,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     }
     // The lock is checked even when there is nothing left to do: the
     // responses' one catalog is the catalog of the run's variants.
+    let catalog = lock.catalog().map(str::to_string);
     if let (Some(found), Some(expected)) = (&catalog, &variants_catalog)
         && found != expected
     {
@@ -478,7 +478,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     if let Some(variants) = &variants {
         for batch in variants.read_columns::<VariantView>(VARIANT_COLUMNS)? {
             for row in batch? {
-                if row.family != "baseline" && row.applicable {
+                if row.family != BASELINE && row.applicable {
                     held_bytes += ENTRY_OVERHEAD
                         + weight(&(&row.variant_id, &row.expected_text, &row.expected, &row.diff));
                 }
@@ -589,29 +589,6 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     Ok(report)
 }
 
-fn check_catalog(config: &Config, catalog: &mut Option<String>, found: &str) -> Result<()> {
-    if let Some(expected) = &config.catalog_hash
-        && expected != found
-        && !config.allow_mixed_catalogs
-    {
-        return Err(Error::CatalogLock {
-            expected: expected.clone(),
-            found: found.to_string(),
-        });
-    }
-    match catalog {
-        None => *catalog = Some(found.to_string()),
-        Some(first) if first != found && !config.allow_mixed_catalogs => {
-            return Err(Error::MixedCatalogs {
-                first: first.clone(),
-                second: found.to_string(),
-            });
-        }
-        Some(_) => {}
-    }
-    Ok(())
-}
-
 /// A response's full text and its recommendation (each falls back on the other).
 fn texts(text: &Option<String>, recommendation: &Option<String>) -> (String, String) {
     let recommendation = recommendation
@@ -624,7 +601,7 @@ fn texts(text: &Option<String>, recommendation: &Option<String>) -> (String, Str
 
 /// Keeps `row`'s answer when it is a baseline, by (subject, mode, case, sample).
 fn add_baseline(baselines: &mut HashMap<Key, Baseline>, row: &Response) {
-    if row.family != "baseline" {
+    if row.family != BASELINE {
         return;
     }
     let error = (row.status != "ok").then(|| {
@@ -659,7 +636,7 @@ fn load_variants(
     };
     for batch in store.read_columns::<VariantView>(VARIANT_COLUMNS)? {
         for row in batch? {
-            if row.family == "baseline" || !row.applicable || !in_bucket(&row.case_id) {
+            if row.family == BASELINE || !row.applicable || !in_bucket(&row.case_id) {
                 continue;
             }
             map.insert(
@@ -817,7 +794,7 @@ impl Context<'_> {
             });
             return (row, None);
         };
-        self.pair_parts(row, response, baseline, ["intervened", "baseline"])
+        self.pair_parts(row, response, baseline, ["intervened", BASELINE])
     }
 
     /// A pair's parts, or its row left unjudged when either answer is not
@@ -910,7 +887,7 @@ impl Context<'_> {
         let prepared: Vec<(JudgmentRow, Option<PairParts>, &Response)> = responses
             .par_iter()
             .flat_map_iter(|response| {
-                let rows = if response.family == "baseline" {
+                let rows = if response.family == BASELINE {
                     let mut rows = vec![(self.cms_row(response), None)];
                     if response.sample > 0 {
                         rows.push(self.prepare_resample(response));
@@ -993,7 +970,7 @@ impl Context<'_> {
         let inputs: Vec<PairInput<'_>> = pairs
             .iter()
             .map(|(parts, response)| {
-                if response.family == "baseline" {
+                if response.family == BASELINE {
                     // A baseline re-sample: held to an unchanged plan, as a
                     // negative control is.
                     return PairInput {

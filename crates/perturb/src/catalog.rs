@@ -712,7 +712,6 @@ fn placeholders(text: &str) -> Vec<&str> {
     }
     found
 }
-const INTENTS: &[&str] = &["curative", "palliative"];
 const FLIPPABLE: &[&str] = &["HER2", "ER", "PR", "PD-L1"];
 
 fn validate(source: &str, raw: &RawCatalog) -> Vec<Diagnostic> {
@@ -744,7 +743,7 @@ fn validate(source: &str, raw: &RawCatalog) -> Vec<Diagnostic> {
                 format!("duplicate intervention id `{id}` (first defined on line {line})"),
             ));
         }
-        if id == "baseline" {
+        if id == cfeval_schema::vocab::BASELINE {
             out.push(locator.at_key(
                 index,
                 "id",
@@ -801,12 +800,12 @@ fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, o
                     format!(
                         "unknown fact kind `{}` (known: {})",
                         pattern.kind,
-                        vocab::KINDS.iter().map(|spec| spec.kind).collect::<Vec<_>>().join(", ")
+                        vocab::kind_names().join(", ")
                     ),
                 ));
                 return;
             };
-            if let (Some(name), Some(names)) = (&pattern.name, spec.names)
+            if let (Some(name), Some(names)) = (&pattern.name, spec.names.as_deref())
                 && !vocab::contains(names, name)
             {
                 out.push(locator.at(
@@ -824,15 +823,15 @@ fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, o
                 if items.is_empty() {
                     out.push(locator.at_key(index, "value", "`value` needs at least one value".into()));
                 }
-                let values: Option<&[&str]> = if spec.kind == "stage"
+                let values: Option<&[String]> = if spec.kind == "stage"
                     && pattern
                         .name
                         .as_deref()
                         .is_some_and(|name| name.eq_ignore_ascii_case("group"))
                 {
-                    Some(vocab::STAGE_GROUPS)
+                    Some(vocab::stage_groups())
                 } else {
-                    spec.values
+                    spec.values.as_deref()
                 };
                 if let Some(values) = values {
                     for item in items {
@@ -879,13 +878,13 @@ fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, o
                 ));
             }
             for kind in types {
-                if !vocab::contains(vocab::CANCER_TYPES, kind) {
+                if !vocab::contains(vocab::cancer_types(), kind) {
                     out.push(locator.at(
                         index,
                         kind,
                         format!(
                             "unknown cancer type `{kind}` (known: {})",
-                            vocab::CANCER_TYPES.join(", ")
+                            vocab::cancer_types().join(", ")
                         ),
                     ));
                 }
@@ -969,7 +968,7 @@ fn check_edit(
                 out.push(locator.at_key(index, "default_procedure", "`default_procedure` is empty".into()));
             }
             for kind in procedure_by_cancer.keys() {
-                if !vocab::contains(vocab::CANCER_TYPES, kind) {
+                if !vocab::contains(vocab::cancer_types(), kind) {
                     out.push(locator.at(index, kind, format!("unknown cancer type `{kind}`")));
                 }
             }
@@ -1096,16 +1095,19 @@ fn check_expected(
             ));
         }
         if let Some(intent) = &branch.intent
-            && !INTENTS.contains(&intent.as_str())
+            && !vocab::contains(vocab::intents(), intent)
         {
             out.push(locator.at(
                 index,
                 intent,
-                format!("unknown intent `{intent}` (known: {})", INTENTS.join(", ")),
+                format!(
+                    "unknown intent `{intent}` (known: {})",
+                    vocab::intents().join(", ")
+                ),
             ));
         }
         if let Some(marker) = &branch.order_test
-            && !vocab::contains(vocab::BIOMARKERS, marker)
+            && !vocab::contains(vocab::biomarkers(), marker)
         {
             out.push(locator.at(
                 index,

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
+use cfeval_schema::vocab::BASELINE;
 use cfeval_schema::{CaseRow, DiffEntry, Expected, Fact, Section, VariantRow, ids};
 
 use crate::catalog::{Catalog, EditOp, ExpectedBranch, FactPattern, Intervention, Predicate};
@@ -41,9 +42,9 @@ pub fn apply_with_text(catalog: &Catalog, case: &CaseRow) -> Vec<Variant> {
         row: VariantRow {
             run: case.run.clone(),
             case_id: case.case_id.clone(),
-            variant_id: ids::variant_id(&case.case_id, "baseline", catalog.hash()),
-            intervention: "baseline".into(),
-            family: "baseline".into(),
+            variant_id: ids::variant_id(&case.case_id, BASELINE, catalog.hash()),
+            intervention: BASELINE.into(),
+            family: BASELINE.into(),
             applicable: true,
             not_applicable_reason: None,
             catalog_hash: catalog.hash().to_string(),

@@ -147,7 +147,7 @@ const CASES_PER_CHUNK: usize = 256;
 fn count(report: &mut Report, rows: &[VariantRow]) {
     for row in rows {
         report.variants += 1;
-        if row.intervention == "baseline" {
+        if row.intervention == cfeval_schema::vocab::BASELINE {
             continue;
         }
         let count = report

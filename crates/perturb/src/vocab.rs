@@ -1,103 +1,49 @@
-//! The SPEC's fact vocabulary, as far as a catalog may name it.
+//! The fact vocabulary a catalog may name: the pack's (`cfeval_schema::vocab`,
+//! data in `data/packs/oncology/vocabulary.yaml`), its one owner.
 
-/// Fact kinds a predicate may name, with the names and values each allows
-/// (`None`: free names or values, e.g. a regimen as written).
-pub(crate) struct KindSpec {
-    pub kind: &'static str,
-    pub names: Option<&'static [&'static str]>,
-    pub values: Option<&'static [&'static str]>,
+use cfeval_schema::vocab::{FactKind, Vocabulary};
+
+fn vocabulary() -> &'static Vocabulary {
+    Vocabulary::builtin()
 }
 
-pub(crate) const BIOMARKERS: &[&str] = &[
-    "HER2", "ER", "PR", "PD-L1", "EGFR", "ALK", "ROS1", "KRAS", "NRAS", "BRAF", "MSI", "BRCA", "NTRK", "MET",
-    "RET", "TMB", "HRD",
-];
+/// A fact kind by name.
+pub(crate) fn kind(kind: &str) -> Option<&'static FactKind> {
+    vocabulary().kind(kind)
+}
 
-pub(crate) const CANCER_TYPES: &[&str] = &[
-    "breast",
-    "nsclc",
-    "sclc",
-    "colorectal",
-    "pancreatic",
-    "gastric",
-    "esophageal",
-    "melanoma",
-    "prostate",
-    "ovarian",
-    "endometrial",
-    "cervical",
-    "head_and_neck",
-    "bladder",
-    "renal",
-    "hepatocellular",
-    "cholangiocarcinoma",
-    "lymphoma",
-    "sarcoma",
-    "glioma",
-];
+/// Every fact kind's name.
+pub(crate) fn kind_names() -> Vec<&'static str> {
+    vocabulary()
+        .fact_kinds
+        .iter()
+        .map(|spec| spec.kind.as_str())
+        .collect()
+}
 
-pub(crate) const STAGE_GROUPS: &[&str] = &["0", "I", "II", "III", "IV"];
+/// The cancer types.
+pub(crate) fn cancer_types() -> &'static [String] {
+    vocabulary().values("cancer_type")
+}
 
-pub(crate) const KINDS: &[KindSpec] = &[
-    KindSpec {
-        kind: "cancer_type",
-        names: None,
-        values: Some(CANCER_TYPES),
-    },
-    KindSpec {
-        kind: "stage",
-        names: Some(&["group", "tnm"]),
-        values: None,
-    },
-    KindSpec {
-        kind: "metastatic",
-        names: None,
-        values: Some(&["true", "false"]),
-    },
-    KindSpec {
-        kind: "biomarker",
-        names: Some(BIOMARKERS),
-        values: Some(&["positive", "negative", "equivocal", "unknown"]),
-    },
-    KindSpec {
-        kind: "surgery",
-        names: None,
-        values: Some(&["resected", "unresected", "not_done"]),
-    },
-    KindSpec {
-        kind: "prior_line",
-        names: None,
-        values: Some(&["progression", "response", "ongoing"]),
-    },
-    KindSpec {
-        kind: "intent",
-        names: None,
-        values: Some(&["curative", "palliative"]),
-    },
-    KindSpec {
-        kind: "ecog",
-        names: None,
-        values: Some(&["0", "1", "2", "3", "4"]),
-    },
-    KindSpec {
-        kind: "comorbidity",
-        names: None,
-        values: None,
-    },
-    KindSpec {
-        kind: "finding",
-        names: None,
-        values: None,
-    },
-];
+/// The biomarker names.
+pub(crate) fn biomarkers() -> &'static [String] {
+    vocabulary().names("biomarker")
+}
 
-pub(crate) fn kind(kind: &str) -> Option<&'static KindSpec> {
-    KINDS.iter().find(|spec| spec.kind == kind)
+/// The treatment intents.
+pub(crate) fn intents() -> &'static [String] {
+    vocabulary().values("intent")
+}
+
+/// The stage groups (without sub-stage letters).
+pub(crate) fn stage_groups() -> &'static [String] {
+    &vocabulary().stage_groups
 }
 
 /// Case-insensitive membership.
-pub(crate) fn contains(list: &[&str], item: &str) -> bool {
-    list.iter().any(|known| known.eq_ignore_ascii_case(item))
+pub(crate) fn contains<S: AsRef<str>>(list: &[S], item: &str) -> bool {
+    list.iter().any(|known| known.as_ref().eq_ignore_ascii_case(item))
 }
 
 /// A stage group without its sub-stage letter (`IIIA` → `III`).

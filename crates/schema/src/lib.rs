@@ -31,6 +31,7 @@ mod table;
 pub mod tables;
 pub mod units;
 pub mod verify;
+pub mod vocab;
 
 pub use atomic::write_atomic;
 pub use error::{Error, Result};

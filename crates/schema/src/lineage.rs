@@ -279,6 +279,71 @@ pub fn check_catalog_lock<'a>(
     }
 }
 
+/// The catalog lock applied row by row, for a stage that streams rows of
+/// several catalogs' shards: every row must carry `expected` (when the stage
+/// was told which catalog the run is locked to) and the catalog of the
+/// first row, unless mixed catalogs are allowed. One home for the rule:
+/// infer, judge and aggregate all ask it.
+#[derive(Debug, Clone, Default)]
+pub struct RowCatalogLock {
+    expected: Option<String>,
+    first: Option<String>,
+    allow_mixed: bool,
+}
+
+/// A row the [`RowCatalogLock`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogConflict {
+    /// The row's catalog is not the one the run is locked to.
+    Lock { expected: String, found: String },
+    /// The row's catalog differs from an earlier row's.
+    Mixed { first: String, second: String },
+}
+
+impl RowCatalogLock {
+    pub fn new(expected: Option<String>, allow_mixed: bool) -> Self {
+        Self {
+            expected,
+            first: None,
+            allow_mixed,
+        }
+    }
+
+    /// Checks one row's catalog hash.
+    pub fn check(&mut self, found: &str) -> std::result::Result<(), CatalogConflict> {
+        if self.allow_mixed {
+            if self.first.is_none() {
+                self.first = Some(found.to_string());
+            }
+            return Ok(());
+        }
+        if let Some(expected) = &self.expected
+            && expected != found
+        {
+            return Err(CatalogConflict::Lock {
+                expected: expected.clone(),
+                found: found.to_string(),
+            });
+        }
+        match &self.first {
+            None => self.first = Some(found.to_string()),
+            Some(first) if first != found => {
+                return Err(CatalogConflict::Mixed {
+                    first: first.clone(),
+                    second: found.to_string(),
+                });
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The catalog of the first row checked.
+    pub fn catalog(&self) -> Option<&str> {
+        self.first.as_deref()
+    }
+}
+
 /// [`check_catalog_lock`] over the committed shards of a store.
 pub fn check_store_catalog_lock(
     store: &ShardStore,
@@ -293,4 +358,35 @@ pub fn check_store_catalog_lock(
             .map(|entry| (entry.file.as_str(), entry.catalog_hash.as_deref())),
         allow_mixed,
     )
+}
+
+#[cfg(test)]
+mod row_lock_tests {
+    use super::*;
+
+    #[test]
+    fn rows_must_share_one_catalog_and_the_locked_one() {
+        let mut lock = RowCatalogLock::new(None, false);
+        assert_eq!(lock.check("a"), Ok(()));
+        assert_eq!(lock.check("a"), Ok(()));
+        assert_eq!(
+            lock.check("b"),
+            Err(CatalogConflict::Mixed {
+                first: "a".into(),
+                second: "b".into()
+            })
+        );
+        assert_eq!(lock.catalog(), Some("a"));
+        let mut locked = RowCatalogLock::new(Some("a".into()), false);
+        assert_eq!(
+            locked.check("b"),
+            Err(CatalogConflict::Lock {
+                expected: "a".into(),
+                found: "b".into()
+            })
+        );
+        let mut mixed = RowCatalogLock::new(Some("a".into()), true);
+        assert!(mixed.check("b").is_ok() && mixed.check("c").is_ok());
+        assert_eq!(mixed.catalog(), Some("b"));
+    }
 }

@@ -126,7 +126,7 @@ pub fn response(i: u64) -> ResponseRow {
     ResponseRow {
         run: "sample".into(),
         subject: SUBJECTS[(i % 6) as usize].into(),
-        is_control: SUBJECTS[(i % 6) as usize].starts_with("control/"),
+        is_control: crate::vocab::SubjectKind::is_control(SUBJECTS[(i % 6) as usize]),
         mode: if agent { "agent" } else { "single_shot" }.into(),
         case_id: format!("case-{}", i % 224),
         variant_id: format!("variant-{i}"),
@@ -191,7 +191,7 @@ pub fn judgment(i: u64) -> JudgmentRow {
         run: "sample".into(),
         judge: "rule".into(),
         subject: SUBJECTS[(i % 6) as usize].into(),
-        is_control: SUBJECTS[(i % 6) as usize].starts_with("control/"),
+        is_control: crate::vocab::SubjectKind::is_control(SUBJECTS[(i % 6) as usize]),
         mode: "single_shot".into(),
         case_id: format!("case-{}", i % 224),
         variant_id: format!("variant-{i}"),
@@ -220,7 +220,7 @@ pub fn score(i: u64) -> ScoreRow {
     ScoreRow {
         run: "sample".into(),
         subject: SUBJECTS[(i % 6) as usize].into(),
-        is_control: SUBJECTS[(i % 6) as usize].starts_with("control/"),
+        is_control: crate::vocab::SubjectKind::is_control(SUBJECTS[(i % 6) as usize]),
         mode: "single_shot".into(),
         judge: "rule".into(),
         metric: "css".into(),

@@ -616,13 +616,7 @@ pub fn synthesize_case_with(
         (_, None) => llm_error = Some("the model extractor gave no answer for this case".to_string()),
         (_, Some(Err(error))) => llm_error = Some(error),
         (_, Some(Ok(claims))) => {
-            let vocabulary = match extract::lexicon::Lexicon::builtin() {
-                Ok(lexicon) => extract::llm::Vocabulary::of(lexicon),
-                Err(error) => {
-                    llm_error = Some(format!("the extractor lexicon did not load: {error}"));
-                    extract::llm::Vocabulary::empty()
-                }
-            };
+            let vocabulary = extract::llm::Vocabulary::builtin();
             let (model_facts, not_kept) = extract::llm::facts_from_claims(&source_text, claims, &vocabulary);
             refused = not_kept;
             let mut seen: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();

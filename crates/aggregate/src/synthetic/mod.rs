@@ -152,7 +152,8 @@ impl Shape {
         let cms_level = 0.35 + 0.08 * subject as f64;
         let cms = (cms_level + 0.15 * (rng.unit() - 0.5)).clamp(0.0, 1.0);
         for judge in &self.judges {
-            rows.push(row(judge, "baseline", "baseline", "cms", cms, "coverage"));
+            let baseline = cfeval_schema::vocab::BASELINE;
+            rows.push(row(judge, baseline, baseline, "cms", cms, "coverage"));
         }
         for (intervention, family) in &self.interventions {
             let family_index = "ABCDE".find(family.as_str());

@@ -693,7 +693,7 @@ impl Driver {
         label: &str,
         total: Option<u64>,
     ) -> anyhow::Result<cfeval_infer::Report> {
-        let _embedded = if job.subject.name.starts_with("embedded/") {
+        let _embedded = if cfeval_schema::vocab::SubjectKind::is_embedded(&job.subject.name) {
             Some(
                 self.embedded
                     .lock()
@@ -764,9 +764,7 @@ impl Driver {
                 .iter()
                 .filter(|((subject, family), _)| {
                     (plan.subjects.is_empty() || plan.subjects.contains(subject))
-                        && (plan.families.is_empty()
-                            || family == "baseline"
-                            || plan.families.contains(family))
+                        && cfeval_schema::vocab::covers_family(&plan.families, family)
                 })
                 .map(|(_, count)| count)
                 .sum();

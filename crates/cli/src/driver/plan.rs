@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+
+use cfeval_schema::vocab::covers_family;
 use std::path::{Path, PathBuf};
 
 use cfeval_infer::{CallSettings, Mode, Prompts, Slice};
@@ -33,7 +35,7 @@ fn count_tuples(
         for run in &subject.runs {
             let tuples = per_family
                 .iter()
-                .filter(|(family, _)| runs_family(&run.families, family))
+                .filter(|(family, _)| covers_family(&run.families, family))
                 .map(|(_, count)| count)
                 .sum::<u64>()
                 * u64::from(subject.samples.max(1));
@@ -41,11 +43,6 @@ fn count_tuples(
         }
     }
     Ok(counts)
-}
-
-/// Whether a unit limited to `families` (empty: all) answers `family`.
-fn runs_family(families: &[String], family: &str) -> bool {
-    family == "baseline" || families.is_empty() || families.iter().any(|name| name == family)
 }
 
 /// Applicable variants in `slice` per family (`baseline` included).
@@ -59,7 +56,14 @@ fn family_counts(variants: &ShardStore, slice: Slice) -> anyhow::Result<BTreeMap
     let mut per_family: BTreeMap<String, u64> = BTreeMap::new();
     for batch in variants.read_columns::<Variant>(&["variant_id", "family", "applicable"])? {
         for variant in batch? {
-            if variant.applicable && slice.contains(&variant.variant_id) {
+            // Every family of the slice (each unit filters its own after).
+            if cfeval_infer::answers_variant(
+                slice,
+                &[],
+                &variant.variant_id,
+                &variant.family,
+                variant.applicable,
+            ) {
                 *per_family.entry(variant.family).or_default() += 1;
             }
         }
@@ -70,7 +74,9 @@ fn family_counts(variants: &ShardStore, slice: Slice) -> anyhow::Result<BTreeMap
 /// The backend identity a subject's calls are cached under, when it can be
 /// known without a key.
 fn identity(subject: &SubjectPlan) -> Option<BackendIdentity> {
-    if let Some(model) = subject.name.strip_prefix("embedded/") {
+    if let cfeval_schema::vocab::SubjectKind::Embedded(model) =
+        cfeval_schema::vocab::SubjectKind::of(&subject.name)
+    {
         return Some(cfeval_embedded::EmbeddedBackend::identity_of(
             model,
             &cfeval_embedded::default_model_path(),
@@ -266,14 +272,14 @@ fn print_plan(
             }
             for run in &subject.runs {
                 for (family, count) in &per_family {
-                    if !runs_family(&run.families, family) || !runs_family(&judge.families, family) {
+                    if !covers_family(&run.families, family) || !covers_family(&judge.families, family) {
                         continue;
                     }
                     // Every sample is a response; a baseline re-sample is
                     // also judged against the first baseline answer.
                     let samples = u64::from(subject.samples.max(1));
                     responses += count * samples;
-                    let judged = if family == "baseline" {
+                    let judged = if family == cfeval_schema::vocab::BASELINE {
                         count * (samples - 1)
                     } else {
                         count * samples
@@ -392,12 +398,7 @@ fn plan_unit(
     let mut repeated = 0u64;
     for batch in variants.read_rows::<VariantRow>()? {
         for variant in batch? {
-            if !variant.applicable
-                || !slice.contains(&variant.variant_id)
-                || (!families.is_empty()
-                    && variant.family != "baseline"
-                    && !families.contains(&variant.family))
-            {
+            if !cfeval_infer::answers(slice, families, &variant) {
                 continue;
             }
             for sample in 0..subject.samples.max(1) {

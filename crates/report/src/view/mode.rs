@@ -573,7 +573,7 @@ fn left_out_by_family(
         &["Subject"],
     );
     table.header.extend(families.iter().map(|family| match *family {
-        "baseline" => "Baseline (CMS)".to_string(),
+        cfeval_schema::vocab::BASELINE => "Baseline (CMS)".to_string(),
         family => family.to_string(),
     }));
     for &(subject, control) in subjects {

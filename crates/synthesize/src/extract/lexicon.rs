@@ -131,11 +131,6 @@ impl<L: Clone> PhraseSet<L> {
         set
     }
 
-    /// Every phrase's label (with repeats).
-    pub fn labels(&self) -> impl Iterator<Item = &L> {
-        self.by_first.values().flatten().map(|(_, label)| label)
-    }
-
     /// The longest phrase at token `index`: tokens it covers and its label.
     pub fn at(&self, tokens: &Tokens<'_>, index: usize) -> Option<(usize, &L)> {
         let entries = self.by_first.get(tokens.lower(index))?;

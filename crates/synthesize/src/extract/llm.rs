@@ -19,8 +19,6 @@ use cfeval_schema::Fact;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::lexicon::Lexicon;
-
 /// The instructions (data: `data/prompts/extract/oncology.md`); the
 /// vocabulary is filled in from the extractor lexicon.
 const PROMPT: &str = include_str!("../../../../data/prompts/extract/oncology.md");
@@ -167,54 +165,43 @@ fn normalise(text: &str) -> (String, Vec<usize>) {
     (out, offsets)
 }
 
-/// What a claim's kind, name and value must be.
+/// What a claim's kind, name and value must be: the pack's vocabulary
+/// (`cfeval_schema::vocab`), the same one catalogs are checked against.
 pub struct Vocabulary {
-    cancer_types: Vec<String>,
-    markers: Vec<String>,
+    pack: &'static cfeval_schema::vocab::Vocabulary,
 }
 
 impl Vocabulary {
-    /// The vocabulary of the extractor lexicon.
-    pub fn of(lexicon: &Lexicon) -> Self {
-        let mut cancer_types: Vec<String> = lexicon.cancer_types.labels().cloned().collect();
-        cancer_types.sort();
-        cancer_types.dedup();
-        let mut markers: Vec<String> = lexicon
-            .markers
-            .markers
-            .labels()
-            .map(|marker| marker.name.clone())
-            .collect();
-        markers.sort();
-        markers.dedup();
+    /// The built-in pack's vocabulary.
+    pub fn builtin() -> Self {
         Self {
-            cancer_types,
-            markers,
+            pack: cfeval_schema::vocab::Vocabulary::builtin(),
         }
     }
 
-    /// A vocabulary with no cancer types and no markers (every such claim
-    /// is refused).
-    pub fn empty() -> Self {
-        Self {
-            cancer_types: Vec::new(),
-            markers: Vec::new(),
-        }
+    fn cancer_types(&self) -> &[String] {
+        self.pack.values("cancer_type")
+    }
+
+    fn markers(&self) -> &[String] {
+        self.pack.names("biomarker")
     }
 
     /// The claim's (name, value) in the vocabulary's words, or why not.
     fn check(&self, claim: &Claim) -> Result<(String, String), String> {
         let value = claim.value.trim().to_ascii_lowercase();
         let name = claim.name.trim();
-        let one_of = |value: &str, allowed: &[&str]| {
+        let one_of = |kind: &str| {
+            let allowed = self.pack.values(kind);
             allowed
-                .contains(&value)
-                .then(|| value.to_string())
+                .iter()
+                .find(|known| known.eq_ignore_ascii_case(&value))
+                .cloned()
                 .ok_or_else(|| format!("value `{value}` is not one of {}", allowed.join(", ")))
         };
         match claim.kind.as_str() {
             "cancer_type" => self
-                .cancer_types
+                .cancer_types()
                 .iter()
                 .find(|known| **known == value)
                 .map(|known| ("primary".to_string(), known.clone()))
@@ -225,32 +212,23 @@ impl Vocabulary {
                     .trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, 'A'..='D' | 'a'..='d'));
                 // The group without its sub-letter, as the rules write it
                 // (the whole group goes in the fact's detail).
-                if ["0", "I", "II", "III", "IV"].contains(&roman) {
+                if self.pack.stage_groups.iter().any(|known| known == roman) {
                     Ok(("group".to_string(), roman.to_string()))
                 } else {
                     Err(format!("stage group `{group}` is not a roman stage group"))
                 }
             }
-            "metastatic" => Ok(("metastatic".to_string(), one_of(&value, &["true", "false"])?)),
+            "metastatic" => Ok(("metastatic".to_string(), one_of("metastatic")?)),
             "biomarker" => {
                 let marker = self
-                    .markers
+                    .markers()
                     .iter()
                     .find(|known| known.eq_ignore_ascii_case(name))
                     .ok_or_else(|| format!("marker `{name}` is not in the vocabulary"))?;
-                Ok((
-                    marker.clone(),
-                    one_of(&value, &["positive", "negative", "equivocal", "unknown"])?,
-                ))
+                Ok((marker.clone(), one_of("biomarker")?))
             }
-            "surgery" => Ok((
-                "surgery".to_string(),
-                one_of(&value, &["resected", "unresected", "not_done"])?,
-            )),
-            "prior_line" if !name.is_empty() => Ok((
-                name.to_string(),
-                one_of(&value, &["response", "progression", "ongoing"])?,
-            )),
+            "surgery" => Ok(("surgery".to_string(), one_of("surgery")?)),
+            "prior_line" if !name.is_empty() => Ok((name.to_string(), one_of("prior_line")?)),
             "prior_line" => Err("a prior line needs its regimen as the name".to_string()),
             other => Err(format!("kind `{other}` is not one of {}", KINDS.join(", "))),
         }
@@ -330,13 +308,13 @@ impl LlmExtractor {
     /// The default answer budget.
     pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 
-    /// An extractor calling `client` (the model `name`), with the vocabulary
-    /// of `lexicon`.
-    pub fn new(name: impl Into<String>, client: ModelClient, lexicon: &Lexicon, max_tokens: u32) -> Self {
-        let vocabulary = Vocabulary::of(lexicon);
+    /// An extractor calling `client` (the model `name`), with the pack's
+    /// vocabulary.
+    pub fn new(name: impl Into<String>, client: ModelClient, max_tokens: u32) -> Self {
+        let vocabulary = Vocabulary::builtin();
         let instructions = PROMPT
-            .replace("{cancer_types}", &vocabulary.cancer_types.join(", "))
-            .replace("{markers}", &vocabulary.markers.join(", "));
+            .replace("{cancer_types}", &vocabulary.cancer_types().join(", "))
+            .replace("{markers}", &vocabulary.markers().join(", "));
         Self {
             name: name.into(),
             client,
@@ -468,8 +446,7 @@ mod tests {
 
     #[test]
     fn only_claims_in_the_vocabulary_with_a_quote_in_the_note_become_facts() {
-        let lexicon = Lexicon::builtin().expect("lexicon");
-        let vocabulary = Vocabulary::of(lexicon);
+        let vocabulary = Vocabulary::builtin();
         let note = "72F metastatic breast cancer, ER 95%, HER2 0. Progressed on letrozole + palbociclib.";
         let (facts, refused) = facts_from_claims(
             note,

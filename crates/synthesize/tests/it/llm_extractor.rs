@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use cfeval_model::testing::{BackgroundServer, Responder, ServerConfig};
 use cfeval_model::{BackendConfig, ModelClient, Protocol, ResponseCache};
-use cfeval_synthesize::extract::lexicon::Lexicon;
 use cfeval_synthesize::extract::llm::LlmExtractor;
 use cfeval_synthesize::{Config, ExtractorMode, run_with_extractor};
 
@@ -68,7 +67,7 @@ fn extractor(server: &BackgroundServer, cache: &Path) -> LlmExtractor {
         .cache(ResponseCache::open(cache, false).unwrap())
         .build()
         .unwrap();
-    LlmExtractor::new(format!("vllm/{MODEL}"), client, Lexicon::builtin().unwrap(), 512)
+    LlmExtractor::new(format!("vllm/{MODEL}"), client, 512)
 }
 
 fn notes(dir: &Path) -> PathBuf {
@@ -230,8 +229,7 @@ fn both_keeps_the_rules_value_and_records_the_disagreement() {
 /// never becomes a fact.
 #[test]
 fn quotes_verify_on_real_notes_and_invented_ones_never_do() {
-    let lexicon = Lexicon::builtin().unwrap();
-    let vocabulary = cfeval_synthesize::extract::llm::Vocabulary::of(lexicon);
+    let vocabulary = cfeval_synthesize::extract::llm::Vocabulary::builtin();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/gold");
     let (mut real, mut invented, mut notes) = (0usize, 0usize, 0usize);
     for set in ["notes", "notes-heldout"] {
