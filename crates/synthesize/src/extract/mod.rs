@@ -94,7 +94,6 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
         }
         ecog = ecog || clinical::ecog(lexicon, &tokens, clause, &mut found);
         markers::extract(lexicon, &tokens, clause, &mut found);
-        lines::prior_lines(lexicon, &tokens, clause, &mut found);
         clinical::comorbidities(lexicon, &tokens, clause, &mut found);
         clinical::findings(lexicon, &tokens, clause, &mut found);
     }
@@ -108,6 +107,7 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
             cancer = found.last().map(|fact| fact.value.clone());
         }
     }
+    lines::prior_lines(lexicon, &tokens, &clauses, &mut found);
     staging::resolve(lexicon, &tokens, cancer.as_deref(), &stage_notes, &mut found);
     let mut facts: Vec<Fact> = Vec::with_capacity(found.len());
     let mut seen_lines: Vec<String> = Vec::new();
