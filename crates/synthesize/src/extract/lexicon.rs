@@ -223,6 +223,7 @@ pub struct SurgeryWords {
     pub planned_cues: Words,
     pub resected_words: Words,
     pub done_before: Words,
+    pub diagnostic: Words,
 }
 
 /// The word lists for prior lines; `drugs` label each name with its
@@ -346,6 +347,7 @@ struct RawSurgery {
     planned_cues: Vec<RawPhrase>,
     resected_words: Vec<RawPhrase>,
     done_before: Vec<RawPhrase>,
+    diagnostic: Vec<RawPhrase>,
 }
 
 #[derive(Deserialize)]
@@ -567,6 +569,7 @@ impl Lexicon {
                 planned_cues: words(raw.surgery.planned_cues),
                 resected_words: words(raw.surgery.resected_words),
                 done_before: words(raw.surgery.done_before),
+                diagnostic: words(raw.surgery.diagnostic),
             },
             lines: LineWords {
                 drugs: drug_names(&drugs, &raw.prior_lines.skip_classes, &raw.prior_lines.skip_names),
