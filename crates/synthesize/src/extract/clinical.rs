@@ -229,9 +229,15 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
             return None;
         }
         let after = (index + 1..(index + 5).min(end)).find(|&next| is_surgical(next));
-        let before = (index.saturating_sub(3).max(start)..index)
-            .rev()
-            .find(|&previous| is_surgical(previous));
+        // After the surgical word only `not`/`never` negate it (`surgery not
+        // performed`); `lobectomy, no adjuvant therapy` is about the next.
+        let before = matches!(tokens.lower(index), "not" | "never")
+            .then(|| {
+                (index.saturating_sub(3).max(start)..index)
+                    .rev()
+                    .find(|&previous| is_surgical(previous))
+            })
+            .flatten();
         after.or(before).map(|surgical| (index, surgical))
     });
     if let Some((cue, surgical)) = cue {
@@ -260,7 +266,10 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
     if procedure.is_none() && resected_word.is_none() {
         return false;
     }
-    if let Some(planned) = words.planned_cues.find(tokens, start, end) {
+    let done = resected_before(&words.done_before, tokens, target, start);
+    if done.is_none()
+        && let Some(planned) = words.planned_cues.find(tokens, start, end)
+    {
         let (first, last) = (planned.min(target), planned.max(target_last));
         push(
             out,
@@ -276,7 +285,7 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
         );
         return true;
     }
-    let first = resected_before(&words.done_before, tokens, target, start).unwrap_or(target);
+    let first = done.unwrap_or(target);
     let last = resected_word.map_or(target_last, |word| word.max(target_last));
     push(
         out,
@@ -291,6 +300,26 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
         last,
     );
     true
+}
+
+/// The note's surgery status from every clause's statement: a resection
+/// by a definitive procedure anywhere (the primary stays resected whatever
+/// followed: a recurrence, an unresectable relapse), else the first
+/// statement that is not only a diagnostic procedure (`TURBT`, then
+/// `declined cystectomy`), else the first.
+pub fn current_surgery(lexicon: &Lexicon, statements: Vec<Found>) -> Option<Found> {
+    let diagnostic = |fact: &Found| {
+        let tokens = Tokens::new(&fact.name);
+        lexicon.surgery.diagnostic.len_at(&tokens, 0) == Some(tokens.len())
+    };
+    let definitive = |fact: &&Found| !diagnostic(fact);
+    statements
+        .iter()
+        .filter(definitive)
+        .find(|fact| fact.value == "resected" && fact.certainty == "certain")
+        .or_else(|| statements.iter().find(definitive))
+        .or_else(|| statements.first())
+        .cloned()
 }
 
 /// `s/p`, `status post`, `underwent` right before the procedure.
@@ -471,6 +500,59 @@ mod tests {
             "renal"
         );
         assert!(organ("Mother: ovarian cancer.\nHe has a carcinoma").is_empty());
+    }
+
+    /// The note's status from all its surgery statements.
+    fn note_surgery(text: &str) -> Option<String> {
+        let lexicon = Lexicon::builtin().unwrap();
+        let tokens = Tokens::new(text);
+        let mut statements = Vec::new();
+        for clause in tokens.clauses() {
+            surgery(lexicon, &tokens, clause, &mut statements);
+        }
+        current_surgery(lexicon, statements).map(|fact| fact.value)
+    }
+
+    #[test]
+    fn a_resection_stays_the_status_after_later_events() {
+        assert_eq!(
+            note_surgery("Surgery was deferred during COVID. Anterior resection 2021, R0. 2024: unresectable pelvic recurrence.")
+                .as_deref(),
+            Some("resected")
+        );
+        // A diagnostic procedure gives way to the definitive one's status.
+        assert_eq!(
+            note_surgery("Underwent TURBT in May. Radical cystectomy declined by the patient.").as_deref(),
+            Some("not_done")
+        );
+        assert_eq!(
+            note_surgery("Underwent TURBT in May.").as_deref(),
+            Some("resected")
+        );
+    }
+
+    #[test]
+    fn a_done_procedure_is_not_a_plan_and_a_later_no_is_not_its_negation() {
+        assert_eq!(
+            run(
+                "I would welcome your view on Ms K., who underwent a hemicolectomy in 2022",
+                surgery
+            )[0]
+            .1,
+            "resected"
+        );
+        assert_eq!(
+            run(
+                "treated with right pneumonectomy, no adjuvant chemotherapy",
+                surgery
+            )[0]
+            .1,
+            "resected"
+        );
+        assert_eq!(
+            run("Recommendation: lumpectomy and SLNB", surgery)[0].1,
+            "not_done"
+        );
     }
 
     #[test]

@@ -223,6 +223,7 @@ pub struct SurgeryWords {
     pub planned_cues: Words,
     pub resected_words: Words,
     pub done_before: Words,
+    pub diagnostic: Words,
 }
 
 /// The word lists for prior lines; `drugs` label each name with its
@@ -230,9 +231,23 @@ pub struct SurgeryWords {
 #[derive(Debug, Clone)]
 pub struct LineWords {
     pub drugs: PhraseSet<String>,
+    /// The canonical names in `drugs` that are named regimens (`FOLFOX`),
+    /// with their component drugs: two regimens never join into one, and a
+    /// line's drugs are compared through the components.
+    pub regimens: HashMap<String, Vec<String>>,
     pub outcomes: PhraseSet<String>,
     pub ongoing: Words,
+    pub stable: Words,
+    pub assessments: Words,
     pub future: Words,
+    pub not_carried: Words,
+    pub links: Words,
+    pub settings: Words,
+    pub curative: Words,
+    pub past: Words,
+    pub retreatment: Words,
+    pub metastasis_events: Words,
+    pub qualifiers: Words,
     pub negations: Words,
     pub glue: Words,
 }
@@ -332,6 +347,7 @@ struct RawSurgery {
     planned_cues: Vec<RawPhrase>,
     resected_words: Vec<RawPhrase>,
     done_before: Vec<RawPhrase>,
+    diagnostic: Vec<RawPhrase>,
 }
 
 #[derive(Deserialize)]
@@ -342,7 +358,17 @@ struct RawLines {
     response: Vec<RawPhrase>,
     response_exact: Vec<ExactPhrase>,
     ongoing: Vec<RawPhrase>,
+    stable: Vec<RawPhrase>,
+    assessments: Vec<RawPhrase>,
     future: Vec<RawPhrase>,
+    not_carried: Vec<RawPhrase>,
+    links: Vec<RawPhrase>,
+    settings: Vec<RawPhrase>,
+    curative: Vec<RawPhrase>,
+    past: Vec<RawPhrase>,
+    retreatment: Vec<RawPhrase>,
+    metastasis_events: Vec<RawPhrase>,
+    qualifiers: Vec<RawPhrase>,
     negations: Vec<RawPhrase>,
     glue: Vec<RawPhrase>,
     skip_classes: Vec<String>,
@@ -427,6 +453,8 @@ struct RawDrug {
 struct RawRegimen {
     #[serde(default)]
     aliases: Vec<String>,
+    #[serde(default)]
+    components: Vec<String>,
 }
 
 impl Lexicon {
@@ -541,12 +569,28 @@ impl Lexicon {
                 planned_cues: words(raw.surgery.planned_cues),
                 resected_words: words(raw.surgery.resected_words),
                 done_before: words(raw.surgery.done_before),
+                diagnostic: words(raw.surgery.diagnostic),
             },
             lines: LineWords {
                 drugs: drug_names(&drugs, &raw.prior_lines.skip_classes, &raw.prior_lines.skip_names),
+                regimens: drugs
+                    .regimens
+                    .iter()
+                    .map(|(name, regimen)| (name.clone(), regimen.components.clone()))
+                    .collect(),
                 outcomes,
                 ongoing: words(raw.prior_lines.ongoing),
+                stable: words(raw.prior_lines.stable),
+                assessments: words(raw.prior_lines.assessments),
                 future: words(raw.prior_lines.future),
+                not_carried: words(raw.prior_lines.not_carried),
+                links: words(raw.prior_lines.links),
+                settings: words(raw.prior_lines.settings),
+                curative: words(raw.prior_lines.curative),
+                past: words(raw.prior_lines.past),
+                retreatment: words(raw.prior_lines.retreatment),
+                metastasis_events: words(raw.prior_lines.metastasis_events),
+                qualifiers: words(raw.prior_lines.qualifiers),
                 negations: words(raw.prior_lines.negations),
                 glue: words(raw.prior_lines.glue),
             },

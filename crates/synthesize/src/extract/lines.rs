@@ -1,14 +1,31 @@
-//! Prior lines of therapy with their outcome: `progressed on FOLFOX`,
-//! `1L FOLFOX/bev x 8 mo → PD`, `TCHP (docetaxel, carboplatin, trastuzumab,
-//! pertuzumab) with good response`, `osimertinib (Tagrisso) since 01/2024`.
+//! Prior lines of therapy with their outcome, read over the whole note:
+//! `progressed on FOLFOX`, `1L FOLFOX/bev x 8 mo → PD`, `TCHP (docetaxel,
+//! carboplatin, trastuzumab, pertuzumab) with good response`, an adjuvant
+//! course and then `relapse 14 months later` in another sentence.
 //!
 //! Drug and regimen names (brands and abbreviations too) come from the
 //! ontology. Drugs joined by `/`, `+`, `,`, `and`, `with`, and a list in
-//! brackets right after a regimen, are one regimen. A regimen's outcome is
-//! read from its stretch of the clause (up to the next regimen; before it
-//! when nothing follows): progression before response before ongoing. The
-//! part of a clause from a plan word on (`plan`, `will`, `consider`) names
-//! no line given.
+//! brackets right after a regimen, are one regimen (two named regimens,
+//! `FOLFOX and FOLFIRI`, stay two). The part of a clause from a plan word on
+//! (`plan`, `will`, `consider`) names no line given.
+//!
+//! Mentions make lines in the order the note tells them: a mention of a
+//! line already named (its drugs, through a regimen's components) is that
+//! line again, unless the line progressed and the mention is a re-challenge;
+//! a mention whose drugs are part of the line last named, before that line
+//! progressed, continues it (`carbo/etop/durva x4 → durva maintenance`).
+//!
+//! How an outcome is attached: an outcome word after a regimen in its
+//! clause belongs to it (up to the next regimen); one before it belongs to
+//! it when tied by a link word (`progressed on`, `response to`) or close
+//! by; any other outcome word — in a clause, bullet or sentence naming no
+//! regimen, or before a clause's first regimen and not tied to it — belongs
+//! to the nearest preceding line, the one last named (a line named in
+//! passing after `after progression on` does not become it). A line's
+//! outcome is its worst: progression, else response, else ongoing. A line
+//! with no outcome written is a response when given with curative intent
+//! (adjuvant, neoadjuvant, with radiotherapy: completed without relapse), and
+//! ongoing when it is the last line of the note.
 
 use super::Found;
 use super::clinical::push;
@@ -23,69 +40,379 @@ struct Regimen {
     drugs: Vec<String>,
 }
 
-/// Finds every prior line in the clause.
-pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
-    if tokens.is_question(clause) {
-        return;
+/// An outcome word: its value, its token and the tokens it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cue {
+    value: Outcome,
+    index: usize,
+    length: usize,
+}
+
+/// A line's outcome, worst last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    Ongoing,
+    Response,
+    Progression,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ongoing => "ongoing",
+            Outcome::Response => "response",
+            Outcome::Progression => "progression",
+        }
     }
+}
+
+/// One line of therapy: its first mention, its drugs (components of named
+/// regimens expanded) and the worst outcome read for it.
+struct Line {
+    first: usize,
+    end: usize,
+    clause: usize,
+    drugs: Vec<String>,
+    outcome: Option<(Outcome, usize, usize)>,
+    curative: bool,
+}
+
+impl Line {
+    fn take(&mut self, value: Outcome, index: usize, clause: usize) {
+        if self.outcome.is_none_or(|(known, _, _)| value > known) {
+            self.outcome = Some((value, index, clause));
+        }
+    }
+}
+
+/// Finds every prior line in the note (its clauses, in order).
+pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, usize)], out: &mut Vec<Found>) {
     let words = &lexicon.lines;
-    let start = clause.0;
-    // A plan word ends the stretch that can hold given lines.
-    let end = words.future.find(tokens, start, clause.1).unwrap_or(clause.1);
-    let regimens = regimens(lexicon, tokens, start, end);
-    for (position, regimen) in regimens.iter().enumerate() {
-        let after = regimens.get(position + 1).map_or(end, |next| next.first);
-        let before = if position == 0 {
-            start
-        } else {
-            regimens[position - 1].end
+    let mut lines: Vec<Line> = Vec::new();
+    let mut active: Option<usize> = None;
+    for (clause_index, &clause) in clauses.iter().enumerate() {
+        if tokens.is_question(clause) || lexicon.family_words.find(tokens, clause.0, clause.1).is_some() {
+            continue;
+        }
+        let (start, end) = clause;
+        // From a plan word to the next arrow (or the clause end) no line is
+        // given; a regimen written as not given (`X not an option`) is none.
+        let plans = plans(lexicon, tokens, start, end);
+        let planned = |index: usize| plans.iter().any(|(from, to)| (*from..*to).contains(&index));
+        let regimens: Vec<Regimen> = regimens(lexicon, tokens, start, end)
+            .into_iter()
+            .filter(|regimen| !planned(regimen.first) && !not_given(tokens, regimen.end, end))
+            .collect();
+        let cues: Vec<Cue> = cues(lexicon, tokens, start, end)
+            .into_iter()
+            .filter(|cue| !planned(cue.index))
+            .collect();
+        if regimens.is_empty() {
+            if let Some(line) = active {
+                for cue in cues.iter().filter(|cue| carried(lexicon, tokens, cue)) {
+                    lines[line].take(cue.value, cue.index, clause_index);
+                }
+                let curative = lines[line].curative;
+                if let Some(index) = metastasis_event(lexicon, tokens, start, end, curative) {
+                    lines[line].take(Outcome::Progression, index, clause_index);
+                }
+            }
+            continue;
+        }
+        // Outcome words before the clause's first regimen and not tied to
+        // it belong to the line before, and are read before this clause's
+        // mentions join any line (`relapse: carboplatin + PLD` after a
+        // carboplatin doublet is a new line).
+        let first_regimen = regimens[0].first;
+        let (early, cues): (Vec<Cue>, Vec<Cue>) = cues.into_iter().partition(|cue| {
+            let cue_end = cue.index + cue.length;
+            active.is_some()
+                && cue_end <= first_regimen
+                && !tied(lexicon, tokens, cue_end, first_regimen)
+                && !close(tokens, cue_end, first_regimen)
+        });
+        if let Some(line) = active {
+            for cue in early.iter().filter(|cue| carried(lexicon, tokens, cue)) {
+                lines[line].take(cue.value, cue.index, clause_index);
+            }
+        }
+        // Each mention's line.
+        let mut ids = Vec::with_capacity(regimens.len());
+        let mut current = active;
+        for (position, regimen) in regimens.iter().enumerate() {
+            let before = if position == 0 {
+                start
+            } else {
+                regimens[position - 1].end
+            };
+            let after = regimens.get(position + 1).map_or(end, |next| next.first);
+            let drugs = expand(lexicon, &regimen.drugs);
+            let retreat = words
+                .retreatment
+                .find(tokens, regimen.first.saturating_sub(3).max(before), after)
+                .is_some();
+            let known = lines.iter().position(|line| line.drugs == drugs);
+            let id = match known {
+                Some(id) if !(retreat && lines[id].progressed()) => id,
+                _ => match current {
+                    Some(id)
+                        if known.is_none()
+                            && !lines[id].progressed()
+                            && drugs.iter().all(|drug| lines[id].drugs.contains(drug)) =>
+                    {
+                        id
+                    }
+                    _ => {
+                        lines.push(Line {
+                            first: regimen.first,
+                            end: regimen.end,
+                            clause: clause_index,
+                            drugs,
+                            outcome: None,
+                            curative: false,
+                        });
+                        lines.len() - 1
+                    }
+                },
+            };
+            let setting_from = regimen.first.saturating_sub(6).max(before);
+            if words.curative.find(tokens, setting_from, after).is_some() {
+                lines[id].curative = true;
+            }
+            if let Some(index) = words.ongoing.find(tokens, before, after) {
+                lines[id].take(Outcome::Ongoing, index, clause_index);
+            }
+            ids.push(id);
+            current = Some(id);
+        }
+        // Each outcome word's line.
+        let mut past = vec![false; regimens.len()];
+        for cue in &cues {
+            let cue_end = cue.index + cue.length;
+            let next = regimens.iter().position(|regimen| regimen.first >= cue_end);
+            let previous = regimens.iter().rposition(|regimen| regimen.end <= cue.index);
+            if let Some(next) = next
+                && tied(lexicon, tokens, cue_end, regimens[next].first)
+            {
+                // `progression on A and B`: every regimen of the list.
+                let mut last = next;
+                while last + 1 < regimens.len()
+                    && listed(tokens, regimens[last].end, regimens[last + 1].first)
+                {
+                    last += 1;
+                }
+                let passing = words
+                    .past
+                    .find(tokens, cue.index.saturating_sub(2).max(start), cue.index)
+                    .is_some();
+                for position in next..=last {
+                    lines[ids[position]].take(cue.value, cue.index, clause_index);
+                    past[position] |= passing;
+                }
+                continue;
+            }
+            // After a regimen: that one; before the first, close by (or
+            // with no line before): the first.
+            if let Some(position) = previous.or(next) {
+                lines[ids[position]].take(cue.value, cue.index, clause_index);
+            }
+        }
+        if let Some(position) = (0..regimens.len()).rev().find(|&position| !past[position]) {
+            active = Some(ids[position]);
+        }
+    }
+    let count = lines.len();
+    for (position, line) in lines.iter().enumerate() {
+        let outcome = match line.outcome {
+            Some((value, cue, clause)) => Some((value, Some(cue).filter(|_| clause == line.clause))),
+            None if line.curative => Some((Outcome::Response, None)),
+            None if position + 1 == count => Some((Outcome::Ongoing, None)),
+            None => None,
         };
-        // Before the regimen only a cue right before it (`progressed on X`).
-        let reach = if position == 0 { 6 } else { 2 };
-        let cue_start = before.max(regimen.first.saturating_sub(reach));
-        let found = outcome(lexicon, tokens, regimen.end, after)
-            .or_else(|| outcome(lexicon, tokens, cue_start, regimen.first))
-            .or_else(|| {
-                words
-                    .ongoing
-                    .find(tokens, before, after)
-                    .map(|index| ("ongoing", index))
-            });
-        let Some((value, cue)) = found else {
+        let Some((value, cue)) = outcome else {
             continue;
         };
-        let name = &tokens.text[tokens.tokens[regimen.first].start..tokens.tokens[regimen.end - 1].end];
-        let mut key = regimen.drugs.clone();
-        key.sort_unstable();
-        key.dedup();
-        let before_count = out.len();
+        let name = &tokens.text[tokens.tokens[line.first].start..tokens.tokens[line.end - 1].end];
+        let (first, last) = match cue {
+            Some(cue) => (line.first.min(cue), (line.end - 1).max(cue)),
+            None => (line.first, line.end - 1),
+        };
         push(
             out,
             tokens,
             "prior_line",
             name,
-            value,
+            value.as_str(),
             "affirmed",
             "certain",
             None,
-            regimen.first.min(cue),
-            (regimen.end - 1).max(cue),
+            first,
+            last,
         );
-        if let Some(fact) = out.get_mut(before_count) {
-            fact.key = Some(key.join("+"));
+        if let Some(fact) = out.last_mut() {
+            fact.key = Some(format!("{}#{position}", line.drugs.join("+")));
         }
     }
+}
+
+impl Line {
+    fn progressed(&self) -> bool {
+        self.outcome
+            .is_some_and(|(value, _, _)| value == Outcome::Progression)
+    }
+}
+
+/// A mention's drugs with each named regimen replaced by its components,
+/// sorted.
+fn expand(lexicon: &Lexicon, drugs: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = drugs
+        .iter()
+        .flat_map(|drug| match lexicon.lines.regimens.get(drug) {
+            Some(components) if !components.is_empty() => components.clone(),
+            _ => vec![drug.clone()],
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether an outcome word written before a regimen is tied to it: a link
+/// word right after the cue, then only link and setting words.
+fn tied(lexicon: &Lexicon, tokens: &Tokens<'_>, cue_end: usize, regimen: usize) -> bool {
+    let words = &lexicon.lines;
+    if regimen <= cue_end || regimen - cue_end > 6 || !words.links.starts(tokens, cue_end) {
+        return false;
+    }
+    let mut index = cue_end;
+    while index < regimen {
+        match words
+            .links
+            .len_at(tokens, index)
+            .or_else(|| words.settings.len_at(tokens, index))
+        {
+            Some(length) => index += length,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Whether an outcome word before a regimen stands close to it: within six
+/// words, with no `:`, arrow, bracket or full stop between.
+fn close(tokens: &Tokens<'_>, cue_end: usize, regimen: usize) -> bool {
+    regimen >= cue_end
+        && regimen - cue_end <= 6
+        && !(cue_end..regimen).any(|index| matches!(tokens.lower(index), ":" | "→" | ">" | "." | "("))
+}
+
+/// The stretches of a clause that tell a plan: from each plan word to the
+/// next arrow (`→`, `->`), or the clause end.
+fn plans(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut index = start;
+    while let Some(plan) = lexicon.lines.future.find(tokens, index, end) {
+        let stop = (plan..end)
+            .find(|&next| matches!(tokens.lower(next), "→" | ">"))
+            .unwrap_or(end);
+        out.push((plan, stop));
+        index = stop.max(plan + 1);
+    }
+    out
+}
+
+/// Whether a regimen is written as not given: `not`/`no` within two words
+/// after it (`T-DXd not an option`, `bevacizumab not given`).
+fn not_given(tokens: &Tokens<'_>, regimen_end: usize, end: usize) -> bool {
+    (regimen_end..(regimen_end + 2).min(end)).any(|index| matches!(tokens.lower(index), "not" | "never"))
+}
+
+/// Whether a short capitalised name is a score, not a drug: three letters
+/// or fewer right before a bare number (`IPI 3`, the prognostic index; not
+/// `ipi 3 mg/kg`).
+fn score_not_drug(tokens: &Tokens<'_>, index: usize, length: usize) -> bool {
+    let raw = tokens.raw(index);
+    length == 1
+        && raw.len() <= 3
+        && raw.bytes().all(|byte| byte.is_ascii_uppercase())
+        && tokens.lower(index + 1).bytes().all(|byte| byte.is_ascii_digit())
+        && !tokens.lower(index + 1).is_empty()
+        && !matches!(tokens.lower(index + 2), "mg" | "x" | "cycles" | "cycle")
+}
+
+/// Whether two regimens are items of one list (`FOLFOX and FOLFIRI`).
+fn listed(tokens: &Tokens<'_>, end: usize, next: usize) -> bool {
+    (end..next).all(|index| matches!(tokens.lower(index), "and" | "," | "or" | "&"))
+}
+
+/// Whether an outcome word may travel to a line named in another clause.
+fn carried(lexicon: &Lexicon, tokens: &Tokens<'_>, cue: &Cue) -> bool {
+    cue.value != Outcome::Ongoing && !lexicon.lines.not_carried.starts(tokens, cue.index)
+}
+
+/// A metastasis word, not negated, with a word that says it appeared
+/// (`bone metastases developed`) or, after a line given with curative
+/// intent, alone (`2022: bone metastases`): where it stands.
+fn metastasis_event(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    start: usize,
+    end: usize,
+    curative: bool,
+) -> Option<usize> {
+    let metastatic = &lexicon.metastatic;
+    if !curative {
+        lexicon.lines.metastasis_events.find(tokens, start, end)?;
+    }
+    let near = |set: &super::lexicon::Words, index: usize| {
+        set.find(tokens, index.saturating_sub(3).max(start), (index + 8).min(end))
+            .is_some()
+    };
+    (start..end).find(|&index| {
+        let word = tokens.lower(index);
+        let mention = metastatic
+            .stems
+            .iter()
+            .any(|stem| word.starts_with(stem.as_str()))
+            || metastatic.words.starts(tokens, index)
+            || (metastatic.sites.starts(tokens, index)
+                && metastatic
+                    .lesion_words
+                    .find(tokens, index + 1, (index + 3).min(end))
+                    .is_some());
+        // Spread to regional nodes is no relapse beyond them.
+        let regional = near(&metastatic.regional, index)
+            && !near(&metastatic.distant, index)
+            && !near(&metastatic.sites, index);
+        mention
+            && !regional
+            && metastatic
+                .negations
+                .find(tokens, index.saturating_sub(5).max(start), index)
+                .is_none()
+    })
 }
 
 /// The regimens in `start..end`: runs of drugs joined by glue words, each
 /// with any bracketed list of drugs right after it.
 fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Vec<Regimen> {
     let words = &lexicon.lines;
+    // A drug name, after any qualifiers (`pegylated liposomal doxorubicin`):
+    // the tokens from `index` and the canonical name.
     let drug_at = |index: usize| {
-        if index >= end {
+        let mut at = index;
+        while at < end
+            && let Some(length) = words.qualifiers.len_at(tokens, at)
+        {
+            at += length;
+        }
+        if at >= end {
             return None;
         }
-        words.drugs.at(tokens, index)
+        words
+            .drugs
+            .at(tokens, at)
+            .map(|(length, drug)| (at - index + length, drug))
     };
     let mut regimens = Vec::new();
     let mut index = start;
@@ -94,12 +421,18 @@ fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) ->
             index += 1;
             continue;
         };
+        if score_not_drug(tokens, index, length) {
+            index += length;
+            continue;
+        }
         let first = index;
         let mut drugs = vec![drug.clone()];
         let mut after = index + length;
         loop {
+            let named = |drug: &String| words.regimens.contains_key(drug);
             if let Some(glue) = words.glue.len_at(tokens, after)
                 && let Some((next, drug)) = drug_at(after + glue)
+                && !(named(drug) && drugs.iter().any(named))
             {
                 drugs.push(drug.clone());
                 after += glue + next;
@@ -135,10 +468,11 @@ fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) ->
     regimens
 }
 
-/// The outcome in `from..to`: the first progression word, else the first
-/// response word (a negated progression word, `no progression`, is a
-/// response; a negated response word says nothing).
-fn outcome(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Option<(&'static str, usize)> {
+/// The outcome words in `from..to`, in order: progression and response
+/// words (a negated progression word, `no progression`, is a response; a
+/// negated response word says nothing), stable disease on an assessment
+/// (`CT: SD`) as a response, and ongoing words.
+fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<Cue> {
     let words = &lexicon.lines;
     let negated = |index: usize| {
         words
@@ -146,10 +480,23 @@ fn outcome(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Op
             .find(tokens, index.saturating_sub(3).max(from), index)
             .is_some()
     };
-    let mut progression = None;
-    let mut response = None;
+    let mut out = Vec::new();
     let mut index = from;
     while index < to {
+        if let Some(length) = words.stable.len_at(tokens, index)
+            && words
+                .assessments
+                .find(tokens, index.saturating_sub(5).max(from), index)
+                .is_some()
+        {
+            out.push(Cue {
+                value: Outcome::Response,
+                index,
+                length,
+            });
+            index += length;
+            continue;
+        }
         let Some((length, value)) = words.outcomes.at(tokens, index) else {
             index += 1;
             continue;
@@ -158,20 +505,17 @@ fn outcome(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Op
             index += length;
             continue;
         }
-        match (value.as_str(), negated(index)) {
-            ("progression", false) => {
-                progression.get_or_insert(index);
-            }
-            ("progression", true) | ("response", false) => {
-                response.get_or_insert(index);
-            }
-            _ => {}
+        let value = match (value.as_str(), negated(index)) {
+            ("progression", false) => Some(Outcome::Progression),
+            ("progression", true) | ("response", false) => Some(Outcome::Response),
+            _ => None,
+        };
+        if let Some(value) = value {
+            out.push(Cue { value, index, length });
         }
         index += length;
     }
-    progression
-        .map(|index| ("progression", index))
-        .or(response.map(|index| ("response", index)))
+    out
 }
 
 /// `PD-L1`, `PR 40%`, `ER/PR+`: a capitalised outcome abbreviation that is
@@ -189,7 +533,9 @@ fn abbreviation_of_something_else(
     let glued = tokens.tokens.get(next).is_some_and(|token| !token.space_before);
     let next_word = tokens.lower(next);
     (glued && matches!(next_word, "-" | "+" | "/"))
-        || next_word.starts_with(|character: char| character.is_ascii_digit())
+        // `PR 40%` is a receptor; `PD 03/2024` a progression with its date.
+        || (next_word.starts_with(|character: char| character.is_ascii_digit())
+            && tokens.lower(next + 1) != "/")
         || lexicon.markers.statuses.starts(tokens, next)
         || (index > 0 && tokens.lower(index - 1) == "/")
 }
@@ -197,12 +543,18 @@ fn abbreviation_of_something_else(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extract::tests::run;
 
+    /// (regimen as written, outcome) of every line of a note, spans checked.
     fn outcomes(text: &str) -> Vec<(String, String)> {
-        run(text, prior_lines)
-            .into_iter()
-            .map(|(name, value, _)| (name, value))
+        let lexicon = Lexicon::builtin().unwrap();
+        let tokens = Tokens::new(text);
+        let mut out = Vec::new();
+        prior_lines(lexicon, &tokens, &tokens.clauses(), &mut out);
+        out.into_iter()
+            .map(|fact| {
+                assert!(text.get(fact.start..fact.end).is_some());
+                (fact.name, fact.value)
+            })
             .collect()
     }
 
@@ -260,10 +612,123 @@ mod tests {
         );
     }
 
+    /// A line's outcome written in another clause, bullet or sentence goes
+    /// to the line named last before it.
+    #[test]
+    fn an_outcome_in_a_later_sentence_belongs_to_the_line_before() {
+        assert_eq!(
+            outcomes(
+                "Adjuvant oxaliplatin/capecitabine for 6 months. Relapse 14 months later in the peritoneum."
+            ),
+            pairs(&[("oxaliplatin/capecitabine", "progression")])
+        );
+        assert_eq!(
+            outcomes(
+                "- 1L gemcitabine + cisplatin from 05/2022\n- CT 09/2022: PD (new liver lesions)\n- 2L FOLFOX started 10/2022"
+            ),
+            pairs(&[("gemcitabine + cisplatin", "progression"), ("FOLFOX", "ongoing")])
+        );
+        // `after progression on` names a past line; the current one takes
+        // the later verdict.
+        assert_eq!(
+            outcomes(
+                "Now on docetaxel since May after progression on osimertinib. Impression: progressive disease."
+            ),
+            pairs(&[("docetaxel", "progression"), ("osimertinib", "progression")])
+        );
+    }
+
+    /// Stable disease on an assessment is disease control (a response);
+    /// written without one it is an ongoing line.
+    #[test]
+    fn stable_disease_on_a_scan_is_a_response() {
+        assert_eq!(
+            outcomes("Olaparib since 2023; restaging MRI 04/2024: stable disease."),
+            pairs(&[("Olaparib", "response")])
+        );
+        assert_eq!(
+            outcomes("Olaparib, now cycle 5, stable disease"),
+            pairs(&[("Olaparib", "ongoing")])
+        );
+    }
+
+    /// A regimen made of part of the line before it, before that line
+    /// progressed, continues it; the same drugs after progression with a
+    /// re-challenge word are a new line.
+    #[test]
+    fn maintenance_continues_a_line_and_a_rechallenge_starts_one() {
+        assert_eq!(
+            outcomes(
+                "cisplatin/pemetrexed/pembrolizumab x 4 → pemetrexed/pembrolizumab maintenance → PD 11/2023"
+            ),
+            pairs(&[("cisplatin/pemetrexed/pembrolizumab", "progression")])
+        );
+        assert_eq!(
+            outcomes(
+                "Erlotinib 2019-2021, progressed. Docetaxel, progressed. Erlotinib rechallenge with partial response."
+            ),
+            pairs(&[
+                ("Erlotinib", "progression"),
+                ("Docetaxel", "progression"),
+                ("Erlotinib", "response")
+            ])
+        );
+    }
+
+    /// A course given with curative intent and no outcome written was
+    /// completed without relapse; metastases appearing after it are its
+    /// relapse.
+    #[test]
+    fn curative_courses_respond_unless_metastases_follow() {
+        assert_eq!(
+            outcomes(
+                "Neoadjuvant docetaxel/carboplatin/trastuzumab, then mastectomy. On letrozole since 2022."
+            ),
+            pairs(&[
+                ("docetaxel/carboplatin/trastuzumab", "response"),
+                ("letrozole", "ongoing")
+            ])
+        );
+        assert_eq!(
+            outcomes(
+                "Chemoradiation with weekly cisplatin, completed 2021.\n2023: lung metastases, biopsy-proven."
+            ),
+            pairs(&[("weekly cisplatin", "progression")])
+        );
+    }
+
+    #[test]
+    fn named_regimens_in_a_list_are_separate_lines() {
+        assert_eq!(
+            outcomes("refractory to FOLFOX and FOLFIRI"),
+            pairs(&[("FOLFOX", "progression"), ("FOLFIRI", "progression")])
+        );
+        assert_eq!(
+            outcomes("carboplatin + pegylated liposomal doxorubicin x 6 → partial response"),
+            pairs(&[("carboplatin + pegylated liposomal doxorubicin", "response")])
+        );
+    }
+
+    #[test]
+    fn plans_scores_and_regimens_not_given_are_no_lines() {
+        assert!(outcomes("Recommendation: carboplatin/etoposide with radiotherapy").is_empty());
+        assert!(outcomes("Hodgkin lymphoma, IPI 3").is_empty());
+        assert_eq!(
+            outcomes("T-DXd not an option → eribulin started 01/2024"),
+            pairs(&[("eribulin", "ongoing")])
+        );
+    }
+
     #[test]
     fn plans_and_marker_abbreviations_are_not_lines() {
         assert!(outcomes("Plan: start FOLFIRI, response assessment after 4 cycles").is_empty());
-        assert!(outcomes("letrozole adjuvant, ER 90% PR 20%").is_empty());
-        assert!(outcomes("olaparib, PD-L1 negative").is_empty());
+        assert_eq!(
+            outcomes("letrozole since 2021, ER 90% PR 20%"),
+            pairs(&[("letrozole", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("olaparib since May, PD-L1 negative"),
+            pairs(&[("olaparib", "ongoing")])
+        );
     }
 }

@@ -84,18 +84,18 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
     let clauses = tokens.clauses();
     let mut found = Vec::new();
     let mut stage_notes = staging::StageNotes::default();
-    let (mut cancer, mut surgery, mut ecog) = (None, false, false);
+    let (mut cancer, mut ecog) = (None, false);
+    let mut surgeries: Vec<Found> = Vec::new();
     for &clause in &clauses {
         if cancer.is_none() && clinical::cancer_type(lexicon, &tokens, clause, &mut found) {
             cancer = found.last().map(|fact: &Found| fact.value.clone());
         }
         staging::read_clause(lexicon, &tokens, clause, &mut stage_notes);
-        if !surgery && !tokens.is_question(clause) {
-            surgery = clinical::surgery(lexicon, &tokens, clause, &mut found);
+        if !tokens.is_question(clause) {
+            clinical::surgery(lexicon, &tokens, clause, &mut surgeries);
         }
         ecog = ecog || clinical::ecog(lexicon, &tokens, clause, &mut found);
         markers::extract(lexicon, &tokens, clause, &mut found);
-        lines::prior_lines(lexicon, &tokens, clause, &mut found);
         clinical::comorbidities(lexicon, &tokens, clause, &mut found);
         clinical::findings(lexicon, &tokens, clause, &mut found);
     }
@@ -109,6 +109,8 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
             cancer = found.last().map(|fact| fact.value.clone());
         }
     }
+    found.extend(clinical::current_surgery(lexicon, surgeries));
+    lines::prior_lines(lexicon, &tokens, &clauses, &mut found);
     staging::resolve(lexicon, &tokens, cancer.as_deref(), &stage_notes, &mut found);
     let mut facts: Vec<Fact> = Vec::with_capacity(found.len());
     let mut seen_lines: Vec<String> = Vec::new();

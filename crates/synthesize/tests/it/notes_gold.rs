@@ -273,11 +273,11 @@ fn notes_gold_precision_and_recall_per_fact_kind() {
     );
 }
 
-/// Just under the last measurement (BENCHMARKS.md: precision 0.881, recall
-/// 0.766; the first was 0.861 / 0.492) — still short of issue 15's goal;
-/// raise these as the extractor improves.
-const RECALL_FLOOR: f64 = 0.76;
-const PRECISION_FLOOR: f64 = 0.87;
+/// Just under the last measurement (BENCHMARKS.md: precision 0.907, recall
+/// 0.833; before, 0.881 / 0.766 and first 0.861 / 0.492) — still short of
+/// issue 15's goal; raise these as the extractor improves.
+const RECALL_FLOOR: f64 = 0.83;
+const PRECISION_FLOOR: f64 = 0.90;
 
 /// A second set of 96 notes in 8 other styles (ED handover, MDT referral
 /// forms, GP letters, progress notes, second opinions, telegraphic
@@ -302,10 +302,12 @@ fn notes_held_out_precision_and_recall() {
     );
 }
 
-/// Measured when the set was added: precision 0.798, recall 0.613 (cancer
-/// type 0.964 / 0.833, stage group 0.879 / 0.652, metastatic 0.877 / 0.763,
-/// surgery 0.681 / 0.573, prior lines 0.271 / 0.133).
-const HELD_OUT_RECALL_FLOOR: f64 = 0.61;
+/// Just under the last measurement: precision 0.800, recall 0.667 (prior
+/// lines 0.495 / 0.433, surgery 0.701 / 0.573). When the set was added:
+/// 0.798 / 0.613 (cancer type 0.964 / 0.833, stage group 0.879 / 0.652,
+/// metastatic 0.877 / 0.763, surgery 0.681 / 0.573, prior lines 0.271 /
+/// 0.133).
+const HELD_OUT_RECALL_FLOOR: f64 = 0.66;
 const HELD_OUT_PRECISION_FLOOR: f64 = 0.79;
 
 /// No panic on any cut of a real note: every prefix (at every 5th character
