@@ -538,6 +538,27 @@ fn abbreviation_of_something_else(
             && tokens.lower(next + 1) != "/")
         || lexicon.markers.statuses.starts(tokens, next)
         || (index > 0 && tokens.lower(index - 1) == "/")
+        || listed_after_marker(lexicon, tokens, index)
+}
+
+/// `negative for ER and PR`, `ER, PR`: the abbreviation is the next item of
+/// a list of markers (a marker name just before it, across `and`, `or`, `&`
+/// or a comma).
+fn listed_after_marker(lexicon: &Lexicon, tokens: &Tokens<'_>, index: usize) -> bool {
+    let mut at = index;
+    let mut joined = false;
+    while at > 0 && matches!(tokens.lower(at - 1), "and" | "or" | "&" | ",") {
+        at -= 1;
+        joined = true;
+    }
+    joined
+        && (at.saturating_sub(3)..at).any(|start| {
+            lexicon
+                .markers
+                .markers
+                .len_at(tokens, start)
+                .is_some_and(|length| start + length == at)
+        })
 }
 
 #[cfg(test)]
@@ -729,6 +750,20 @@ mod tests {
         assert_eq!(
             outcomes("olaparib since May, PD-L1 negative"),
             pairs(&[("olaparib", "ongoing")])
+        );
+        // The second item of a list of markers is a marker, not a response.
+        assert_eq!(
+            outcomes("Currently on tamoxifen. Pathology: negative for ER and PR; HER2 0."),
+            pairs(&[("tamoxifen", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("On anastrozole. Repeat biopsy: ER, PR unchanged."),
+            pairs(&[("anastrozole", "ongoing")])
+        );
+        // A partial response after a line is still one.
+        assert_eq!(
+            outcomes("FOLFOX x 6 cycles, restaging CT: PR."),
+            pairs(&[("FOLFOX", "response")])
         );
     }
 }
