@@ -356,9 +356,11 @@ fn score_set(set: &str) -> Scored {
     scored(set, std::env::var_os("CFEVAL_GOLD_REPORT").is_some())
 }
 
-/// [`score_set`] without the disagreements, whatever the environment says.
+/// [`score_set`] without the disagreements unless `CFEVAL_GOLD_REPORT_FINAL`
+/// asks for them too (the final set is a development set now; the set that
+/// measures a round is never printed, nor read).
 fn score_set_quietly(set: &str) -> Scored {
-    scored(set, false)
+    scored(set, std::env::var_os("CFEVAL_GOLD_REPORT_FINAL").is_some())
 }
 
 fn scored(set: &str, verbose: bool) -> Scored {
