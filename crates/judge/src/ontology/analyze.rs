@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Analysis, Ontology, Reading, clauses, words};
+use super::{Analysis, Ontology, Reading, Treatment, clauses, words};
 use crate::reading::context::{Status, tokens};
 use crate::reading::plan::find_plan;
 
@@ -23,9 +23,15 @@ type ReadTreatment = (Vec<String>, Vec<String>, Status);
 impl Ontology {
     /// Reads a whole reply: finds its plan, then reads the plan.
     pub fn read(&self, reply: &str) -> Reading {
+        // A phrase that names no treatment ("Medical Oncology" under a
+        // signature) is no content.
         let has_content = |text: &str| {
             let tokens = words(text);
-            self.treatments.contains(&tokens) || self.markers.contains(&tokens)
+            self.treatments
+                .find(&tokens)
+                .iter()
+                .any(|(_, _, treatment)| *treatment != Treatment::Nothing)
+                || self.markers.contains(&tokens)
         };
         let plan = find_plan(&self.vocabulary, reply, &has_content);
         let mut analysis = self.analyze(&plan.text);
@@ -532,6 +538,55 @@ mod tests {
                 .tests
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn skipped_rejected_and_out_rule_a_treatment_out() {
+        let ontology = ontology();
+        let skipped = ontology.analyze("Give FOLFOX and skip the bevacizumab this time");
+        assert!(skipped.avoided.contains("bevacizumab"), "{skipped:?}");
+        assert!(skipped.drugs.contains("oxaliplatin"), "{skipped:?}");
+        let out = ontology.analyze("Tamoxifen and ribociclib are out; capecitabine.");
+        assert!(
+            out.avoided.contains("tamoxifen") && out.drugs.contains("capecitabine"),
+            "{out:?}"
+        );
+        let rejected = ontology.analyze("Upfront radiotherapy was rejected by the panel");
+        assert!(!rejected.classes.contains("radiotherapy"), "{rejected:?}");
+    }
+
+    #[test]
+    fn an_operation_said_done_is_history_and_the_alternative_is_contingent() {
+        let ontology = ontology();
+        let done = ontology.analyze("Mastectomy now done; letrozole for five years");
+        assert!(done.history.contains("surgical_resection"), "{done:?}");
+        let todo = ontology.analyze("Colectomy to be done next month");
+        assert!(todo.classes.contains("surgical_resection"), "{todo:?}");
+        let fallback = ontology.analyze("Docetaxel, with carboplatin as the fallback");
+        assert!(fallback.contingent.contains("carboplatin"), "{fallback:?}");
+        let restricted = ontology.analyze("Olaparib is restricted by its licence to BRCA carriers");
+        assert!(restricted.contingent.contains("olaparib"), "{restricted:?}");
+    }
+
+    #[test]
+    fn prostate_hormone_therapy_is_endocrine_therapy() {
+        let ontology = ontology();
+        let triplet = ontology.analyze("ADT with Eligard, Nubeqa and six cycles of Taxotere");
+        assert!(
+            triplet.drugs.contains("leuprolide")
+                && triplet.drugs.contains("darolutamide")
+                && triplet.drugs.contains("docetaxel"),
+            "{triplet:?}"
+        );
+        assert!(triplet.classes.contains("endocrine_therapy"));
+    }
+
+    #[test]
+    fn a_signature_naming_a_department_is_not_the_plan() {
+        let reading = ontology().read(
+            "Dear Sam,\n\nShe is ER-positive and node-negative.\n\nWe will start anastrozole.\n\nBest wishes,\nJo Smith, Radiation Oncology",
+        );
+        assert_eq!(reading.plan.text, "We will start anastrozole.");
     }
 
     #[test]

@@ -38,6 +38,7 @@ struct RawOntology {
     lesion_words: Vec<String>,
     plan_labels: Vec<String>,
     other_labels: Vec<String>,
+    aside_labels: Vec<String>,
     recommend_cues: Vec<String>,
     closings: Vec<String>,
     greetings: Vec<String>,
@@ -268,6 +269,7 @@ impl Ontology {
             vocabulary: PlanVocabulary {
                 plan_labels: phrase_words(&raw.plan_labels),
                 other_labels: phrase_words(&raw.other_labels),
+                aside_labels: phrase_words(&raw.aside_labels),
                 recommend_cues: phrase_words(&raw.recommend_cues),
                 closings: phrase_words(&raw.closings),
                 greetings: phrase_words(&raw.greetings),
