@@ -34,7 +34,15 @@ impl Ontology {
                 || self.markers.contains(&tokens)
         };
         let plan = find_plan(&self.vocabulary, reply, &has_content);
-        let mut analysis = self.analyze(&plan.text);
+        // Whether the reply says its operation is done ("s/p colectomy",
+        // "after this R0 lobectomy") and the disease is not metastatic: drug
+        // therapy its plan gives without a setting word is then adjuvant.
+        let surgery = self.mentions(reply, "surgery");
+        let operation_done = surgery.contains("resected") && !surgery.contains("unresected");
+        let stage = self.mentions(reply, "stage");
+        let metastatic = stage.contains("metastatic") || stage.contains("stage:IV");
+        let mut analysis = self.analyze_after(&plan.text, operation_done && !metastatic);
+        analysis.operation_done = operation_done;
         // A test ordered anywhere in the reply is ordered ("I have asked
         // pathology to perform HER2 IHC" before the recommendation).
         for clause in clauses(reply) {
@@ -55,6 +63,12 @@ impl Ontology {
 
     /// Reads a plan's text (or any recommendation) into what it plans.
     pub fn analyze(&self, text: &str) -> Analysis {
+        self.analyze_after(text, false)
+    }
+
+    /// [`Ontology::analyze`] for a plan given after an operation that is done
+    /// (`operated`): its drug therapy is adjuvant unless it says otherwise.
+    fn analyze_after(&self, text: &str, operated: bool) -> Analysis {
         let mut analysis = Analysis::default();
         let mut planned_classes = BTreeSet::new();
         let mut monotherapy_word = false;
@@ -182,6 +196,17 @@ impl Ontology {
             if sequence[last + 1..].contains(&SettingRole::Systemic) {
                 planned_classes.insert("adjuvant_therapy".into());
             }
+        } else if operated
+            && sequence.contains(&SettingRole::Systemic)
+            && !explicit_intents.contains("palliative")
+            && !["neoadjuvant_therapy", "adjuvant_therapy", "perioperative_therapy"]
+                .iter()
+                .any(|setting| planned_classes.contains(*setting))
+        {
+            // Drug therapy after an operation the reply says is done, with
+            // no setting word and no palliative one, is adjuvant ("s/p
+            // colectomy. Plan: CAPOX x 4").
+            planned_classes.insert("adjuvant_therapy".into());
         }
         self.derive(&mut planned_classes, monotherapy_word);
         analysis.intent = if explicit_intents.len() == 1 {
@@ -579,6 +604,43 @@ mod tests {
             "{triplet:?}"
         );
         assert!(triplet.classes.contains("endocrine_therapy"));
+    }
+
+    #[test]
+    fn drug_therapy_after_an_operation_said_done_is_adjuvant() {
+        let ontology = ontology();
+        let operated =
+            ontology.read("Impression: s/p right hemicolectomy, pT3N1.\n\nPlan: CAPOX for 3 months.");
+        assert!(
+            operated.analysis.classes.contains("adjuvant_therapy"),
+            "{operated:?}"
+        );
+        assert_eq!(operated.analysis.intent.as_deref(), Some("curative"));
+        assert!(operated.analysis.operation_done);
+        let metastatic =
+            ontology.read("Impression: s/p right hemicolectomy, now liver metastases.\n\nPlan: CAPOX.");
+        assert!(
+            !metastatic.analysis.classes.contains("adjuvant_therapy"),
+            "{metastatic:?}"
+        );
+        let sequel = ontology.read("Plan: gastrectomy after three cycles of FLOT, then post-op FLOT.");
+        assert!(!sequel.analysis.operation_done, "{sequel:?}");
+        let untouched = ontology.read("Impression: pT3N1 on biopsy.\n\nPlan: CAPOX for 3 months.");
+        assert!(
+            !untouched.analysis.classes.contains("adjuvant_therapy"),
+            "{untouched:?}"
+        );
+    }
+
+    #[test]
+    fn an_operation_after_an_anatomical_word_is_a_point_in_time() {
+        let ontology = ontology();
+        let after = ontology.analyze("pT3N1, R0 after laparoscopic sigmoid colectomy; CAPOX x4");
+        assert!(after.history.contains("surgical_resection"), "{after:?}");
+        let this = ontology.analyze("Adjuvant cisplatin after this R0 lobectomy");
+        assert!(!this.classes.contains("surgical_resection"), "{this:?}");
+        let shorthand = ontology.analyze("adj CAPOX; neoadj FOLFIRINOX considered; periop FLOT not needed");
+        assert!(shorthand.classes.contains("adjuvant_therapy"), "{shorthand:?}");
     }
 
     #[test]

@@ -108,6 +108,9 @@ pub struct Analysis {
     /// A plan whose core held has not moved in any direction, whatever it
     /// added around it.
     pub core: BTreeSet<String>,
+    /// The reply says its operation is done (`s/p lobectomy`, `after this R0
+    /// gastrectomy`), anywhere in it.
+    pub operation_done: bool,
 }
 
 impl Analysis {
@@ -196,6 +199,13 @@ impl Ontology {
     /// Every canonical drug name.
     pub fn drugs(&self) -> impl Iterator<Item = &str> {
         self.drug_classes.keys().map(String::as_str)
+    }
+
+    /// Whether a signature or core item (`class:surgical_resection`) is an
+    /// operation.
+    pub fn is_operation(&self, item: &str) -> bool {
+        item.strip_prefix("class:")
+            .is_some_and(|class| self.time_reference_classes.contains(class))
     }
 
     /// Whether a marker name is known (`HER2`, `PD-L1`, …).
