@@ -111,10 +111,19 @@ impl Ontology {
                 .iter()
                 .map(|(start, end, ())| (*start, *end))
                 .collect();
-            monotherapy_word |= self
-                .context
-                .classify(&tokens, &spans, &items)
-                .contains(&Status::Planned);
+            // Right beside a treatment ("single-agent pembrolizumab isn't
+            // the right call", "pembrolizumab alone"), it has that
+            // treatment's status.
+            let beside = |(start, end): (usize, usize)| {
+                found
+                    .iter()
+                    .position(|(item_start, item_end, _)| *item_end == start || *item_start == end)
+                    .map(|index| treatments[index].2)
+            };
+            monotherapy_word |= spans
+                .iter()
+                .zip(self.context.classify(&tokens, &spans, &items))
+                .any(|(span, status)| beside(*span).unwrap_or(status) == Status::Planned);
             let intents = self.intent.find(&tokens);
             let spans: Vec<(usize, usize)> = intents.iter().map(|(start, end, _)| (*start, *end)).collect();
             for ((_, _, intent), status) in intents.iter().zip(self.context.classify(&tokens, &spans, &items))
@@ -581,6 +590,13 @@ mod tests {
     }
 
     #[test]
+    fn a_future_negation_reaches_back_to_its_subject() {
+        let analysis = ontology().analyze("Letrozole won't be enough now; paclitaxel weekly.");
+        assert!(analysis.avoided.contains("letrozole"), "{analysis:?}");
+        assert!(analysis.drugs.contains("paclitaxel"), "{analysis:?}");
+    }
+
+    #[test]
     fn an_operation_said_done_is_history_and_the_alternative_is_contingent() {
         let ontology = ontology();
         let done = ontology.analyze("Mastectomy now done; letrozole for five years");
@@ -700,6 +716,12 @@ mod tests {
         assert!(
             !ruled_out.classes.contains("immunotherapy_monotherapy"),
             "{ruled_out:?}"
+        );
+        let beside = ontology
+            .analyze("Single-agent nivolumab isn't enough here; carboplatin, paclitaxel and nivolumab.");
+        assert!(
+            !beside.classes.contains("immunotherapy_monotherapy"),
+            "{beside:?}"
         );
         let planned = ontology.analyze("1L: cemiplimab mono");
         assert!(

@@ -5,7 +5,45 @@
 use std::collections::BTreeSet;
 
 use super::{Ontology, clauses, words};
-use crate::reading::context::{Status, tokens};
+use crate::reading::context::{self, Status, tokens};
+
+/// A sign right after a marker's name is its status (`ER+/PR-`, `HER2-`):
+/// it is written out (`ER positive /PR negative`) so that it reads as one.
+/// A sign after a bare number (`IHC 2+`) is a score, and a hyphen inside a
+/// word (`HER2-negative`, `5-FU`) is no sign.
+fn signed_statuses(text: &str) -> String {
+    let characters: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (index, &character) in characters.iter().enumerate() {
+        let sign = match character {
+            '+' => Some(" positive "),
+            '-' | '−' => Some(" negative "),
+            _ => None,
+        };
+        let ends_word = characters
+            .get(index + 1)
+            .is_none_or(|next| !next.is_alphanumeric());
+        let word: Vec<char> = characters[..index]
+            .iter()
+            .rev()
+            .take_while(|previous| previous.is_alphanumeric())
+            .copied()
+            .collect();
+        // `ER- and PR-positive` suspends a hyphen: no sign.
+        let rest: String = characters[index + 1..].iter().collect();
+        let suspended = character != '+'
+            && [" and ", " or ", " & "]
+                .iter()
+                .any(|joint| rest.starts_with(joint));
+        match sign {
+            Some(status) if ends_word && !suspended && word.iter().any(|letter| letter.is_alphabetic()) => {
+                out.push_str(status)
+            }
+            _ => out.push(character),
+        }
+    }
+    out
+}
 use crate::reading::mention::{marker_reach, stage_mentions};
 
 impl Ontology {
@@ -22,7 +60,9 @@ impl Ontology {
             // stage numeral is read from the words alone (`cT4aN2M0 (III)`).
             let tokens = tokens(&clause);
             match kind {
-                "biomarker" => found.extend(self.biomarker_mentions(&tokens)),
+                "biomarker" => {
+                    found.extend(self.biomarker_mentions(&context::tokens(&signed_statuses(&clause))))
+                }
                 "stage" => found.extend(stage_mentions(&self.mention_vocabulary, &words(&clause))),
                 "surgery" => found.extend(self.surgery_mentions(&tokens)),
                 _ => {}
@@ -226,6 +266,22 @@ mod tests {
         assert!(progression("T-DXd at progression").is_empty());
         assert!(progression("high PD-L1 expression").is_empty());
         assert!(progression("switch to docetaxel if the disease progresses").is_empty());
+    }
+
+    #[test]
+    fn a_sign_after_a_marker_is_its_status() {
+        let ontology = ontology();
+        let biomarkers = |text: &str| ontology.mentions(text, "biomarker");
+        let signed = biomarkers("Recurrence is ER+/PR-, HER2 negative");
+        assert!(
+            signed.contains("ER:positive")
+                && signed.contains("PR:negative")
+                && !signed.contains("ER:negative"),
+            "{signed:?}"
+        );
+        assert!(!biomarkers("HER2 IHC 2+").contains("HER2:positive"));
+        assert!(!biomarkers("ER- and PR-positive").contains("ER:negative"));
+        assert_eq!(signed_statuses("5-FU and T-DXd"), "5-FU and T-DXd");
     }
 
     #[test]
