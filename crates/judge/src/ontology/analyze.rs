@@ -104,6 +104,36 @@ impl Ontology {
             {
                 treatments.push((Vec::new(), vec!["adjuvant_therapy".into()], Status::Planned));
             }
+            // Radiotherapy and chemotherapy given at once ("60 Gy with
+            // weekly carboplatin") are chemoradiation.
+            let concurrent = self.concurrent.contains(&tokens);
+            let position = |class: &str| {
+                found
+                    .iter()
+                    .zip(&treatments)
+                    .position(|(_, (_, classes, status))| {
+                        *status == Status::Planned && classes.iter().any(|own| own == class)
+                    })
+            };
+            if concurrent
+                && position("definitive_chemoradiation").is_none()
+                && let (Some(radiation), Some(chemotherapy)) =
+                    (position("radiotherapy"), position("chemotherapy"))
+            {
+                let (first, second) = (radiation.min(chemotherapy), radiation.max(chemotherapy));
+                let between = &tokens[found[first].1..found[second].0];
+                let step = between.iter().enumerate().any(|(offset, token)| {
+                    token == crate::reading::context::ARROW
+                        || self.context.terminators.longest_at(between, offset).is_some()
+                });
+                if !step {
+                    treatments.push((
+                        Vec::new(),
+                        vec!["definitive_chemoradiation".into()],
+                        Status::Planned,
+                    ));
+                }
+            }
             // A monotherapy word says what it stands beside: "IO mono — not
             // appropriate" rules monotherapy out, it does not plan it.
             let monotherapy_words = self.monotherapy.find(&tokens);
@@ -587,6 +617,22 @@ mod tests {
         );
         let rejected = ontology.analyze("Upfront radiotherapy was rejected by the panel");
         assert!(!rejected.classes.contains("radiotherapy"), "{rejected:?}");
+    }
+
+    #[test]
+    fn radiotherapy_with_chemotherapy_at_once_is_chemoradiation() {
+        let ontology = ontology();
+        assert_eq!(
+            ontology
+                .analyze("66 Gy with concurrent weekly cisplatin")
+                .signature,
+            ontology.analyze("Chemoradiation with weekly cisplatin").signature
+        );
+        let sequential = ontology.analyze("Four cycles of carboplatin and paclitaxel, then radiotherapy");
+        assert!(
+            !sequential.classes.contains("definitive_chemoradiation"),
+            "{sequential:?}"
+        );
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct Ontology {
     ancillary_classes: BTreeSet<String>,
     treatments: Phrases<Treatment>,
     monotherapy: Phrases<()>,
+    /// Words that give two treatments at once (`with`, `concurrent`).
+    concurrent: Phrases<()>,
     intent: Phrases<String>,
     lines: Phrases<String>,
     order_words: Phrases<()>,
