@@ -193,7 +193,15 @@ impl RuleJudge {
         // The expectation is not met. A plan whose core treatments held (it
         // only added tests, follow-up or reworded its setting) did not move
         // in any direction; one whose treatments moved went the wrong way.
-        if changed && base.core != variant.core {
+        // An operation the intervened answer says is done has not been
+        // dropped from its plan: it happened. Its cores are compared without
+        // operations.
+        let (mut base_core, mut variant_core) = (base.core.clone(), variant.core.clone());
+        if variant.operation_done {
+            base_core.retain(|item| !self.ontology.is_operation(item));
+            variant_core.retain(|item| !self.ontology.is_operation(item));
+        }
+        if changed && base_core != variant_core {
             return Ok(Verdict::new(
                 Label::UpdatedWrongDirection,
                 format!(
@@ -428,7 +436,7 @@ fn values_stating(kind: &str, after: &str) -> Option<BTreeSet<String>> {
             }
             return Some(values);
         }
-        ("surgery", "resected" | "done" | "r0" | "r1") => &["resected"],
+        ("surgery", "resected" | "done" | "r0" | "r1") => &["resected", "after_operation"],
         ("surgery", "unresected" | "not_done" | "unresectable" | "not done") => &["unresected"],
         ("prior_line", "progression" | "progressed" | "refractory") => &["progression"],
         _ => return None,
@@ -897,6 +905,30 @@ mod tests {
             .judge_pair(&pair("A", text, text, Some(&a1), &diff))
             .expect("scored");
         assert_eq!(ignored.label, Label::Ignored, "{}", ignored.rationale);
+    }
+
+    #[test]
+    fn an_operation_said_done_is_not_dropped_from_the_plan() {
+        let judge = judge();
+        let d2 = expected(&["adjuvant_therapy_or_surveillance"], &["neoadjuvant_therapy"]);
+        let diff = diff("surgery", "mastectomy", "not_done", "resected");
+        // The operation left the plan because it happened; the drugs held:
+        // the change was noticed, the plan did not move the wrong way.
+        let verdict = judge
+            .judge_pair(&pair(
+                "D",
+                "Plan: preoperative docetaxel and cyclophosphamide, then mastectomy.",
+                "She is s/p mastectomy. Plan: docetaxel and cyclophosphamide, neoadjuvant-style.",
+                Some(&d2),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(
+            verdict.label,
+            Label::AcknowledgedUnchanged,
+            "{}",
+            verdict.rationale
+        );
     }
 
     #[test]

@@ -356,9 +356,11 @@ fn score_set(set: &str) -> Scored {
     scored(set, std::env::var_os("CFEVAL_GOLD_REPORT").is_some())
 }
 
-/// [`score_set`] without the disagreements, whatever the environment says.
+/// [`score_set`] without the disagreements unless `CFEVAL_GOLD_REPORT_FINAL`
+/// asks for them too (the final set is a development set now; the set that
+/// measures a round is never printed, nor read).
 fn score_set_quietly(set: &str) -> Scored {
-    scored(set, false)
+    scored(set, std::env::var_os("CFEVAL_GOLD_REPORT_FINAL").is_some())
 }
 
 fn scored(set: &str, verbose: bool) -> Scored {
@@ -434,13 +436,15 @@ fn rule_judge_on_the_held_out_gold_set() {
     // rules of the generalisation round (arrows, durations, timed adjuvant
     // therapy, negated verbs, response-adapted pathways): 0.886 decided,
     // kappa 0.816, abstained 0.006; A 0.914, B 0.792, C 0.944, D 0.958,
-    // E 0.875, N 0.792.
+    // E 0.875, N 0.792. After the round that read the final set (plan
+    // labels and asides, post-operative settings, concurrent
+    // chemoradiation): 0.892 decided, kappa 0.825, abstained 0.006; N 0.833.
     assert!(
-        overall.decided_agreement() >= 0.88,
+        overall.decided_agreement() >= 0.89,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.81, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.82, "{}", line("overall", &overall));
     for (family, tally) in &families {
         assert!(tally.decided_agreement() >= 0.79, "{}", line(family, tally));
     }
@@ -459,15 +463,17 @@ fn rule_judge_on_the_fresh_gold_set() {
     // Measured when the set was added: 0.782 decided, kappa 0.654,
     // abstained 0.018; families B and D 0.652, E 0.750, A 0.778. After the
     // generalisation round: 0.838 decided, kappa 0.742, abstained 0.006;
-    // A 0.806, B 0.833, C 0.944, D 0.652, E 0.792, N 0.958.
+    // A 0.806, B 0.833, C 0.944, D 0.652, E 0.792, N 0.958. After the round
+    // that read the final set: 0.862 decided, kappa 0.778, abstained 0.006;
+    // A 0.806, B 0.833, C 0.972, D 0.826, E 0.750, N 0.958.
     assert!(
-        overall.decided_agreement() >= 0.83,
+        overall.decided_agreement() >= 0.86,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.74, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.77, "{}", line("overall", &overall));
     for (family, tally) in &families {
-        assert!(tally.decided_agreement() >= 0.65, "{}", line(family, tally));
+        assert!(tally.decided_agreement() >= 0.75, "{}", line(family, tally));
     }
 }
 
@@ -476,24 +482,26 @@ fn rule_judge_on_the_fresh_gold_set() {
 /// resident presentations, guideline-citing answers, tables, risk-benefit
 /// weighing, answers addressed to the patient), written while the reading
 /// rules were being fixed on the held-out and fresh sets and never opened by
-/// whoever wrote them: the judge on writing nobody tuned it to. Only its
-/// figures are printed (no disagreements, so that nobody tunes to it); its
-/// floors hold what was measured when it was added.
+/// whoever wrote them. It was measured unseen, then became the next round's
+/// development set (its disagreements print with
+/// `CFEVAL_GOLD_REPORT_FINAL`); by default only its figures are printed.
 #[test]
 fn rule_judge_on_the_final_gold_set() {
     let Scored { overall, families } = score_set_quietly("judge-pairs-final");
     assert!(overall.total >= 150, "the final set has {} pairs", overall.total);
     // Measured when the set was added: 0.707 decided, kappa 0.528,
     // abstained 0.024; families A 0.706, B 0.750, C 0.743, D 0.652,
-    // E 0.792, N 0.583.
+    // E 0.792, N 0.583. After the round that read its disagreements: 0.855
+    // decided, kappa 0.764, abstained 0.018; A 0.943, B 0.833, C 0.778,
+    // D 0.870, E 0.870, N 0.833.
     assert!(
-        overall.decided_agreement() >= 0.70,
+        overall.decided_agreement() >= 0.85,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.52, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.76, "{}", line("overall", &overall));
     for (family, tally) in &families {
-        assert!(tally.decided_agreement() >= 0.58, "{}", line(family, tally));
+        assert!(tally.decided_agreement() >= 0.77, "{}", line(family, tally));
     }
 }
 

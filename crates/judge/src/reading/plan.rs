@@ -57,6 +57,10 @@ pub struct PlanVocabulary {
     /// A heading or label holding one of these (and no plan phrase) starts
     /// another part, which ends a plan section.
     pub other_labels: Vec<Vec<String>>,
+    /// Labels of an aside that is never the plan (`Dissenting view`,
+    /// `Cons`): another part that, unmarked replies too, never starts or
+    /// continues the plan.
+    pub aside_labels: Vec<Vec<String>>,
     /// Phrases that make a paragraph a recommendation (`i would recommend`).
     pub recommend_cues: Vec<Vec<String>>,
     /// Phrases that open a closing line (`kind regards`, `please do not hesitate`).
@@ -99,11 +103,22 @@ impl PlanVocabulary {
         }
         if self.plan_labels.iter().any(|phrase| contains(&tokens, phrase)) {
             Role::Plan
-        } else if self.other_labels.iter().any(|phrase| contains(&tokens, phrase)) {
+        } else if self
+            .other_labels
+            .iter()
+            .chain(&self.aside_labels)
+            .any(|phrase| contains(&tokens, phrase))
+        {
             Role::Other
         } else {
             Role::Unknown
         }
+    }
+
+    /// Whether a label opens an aside (`Dissenting view`, `Cons`).
+    fn aside(&self, title: &str) -> bool {
+        let tokens = words(title);
+        tokens.len() <= 8 && self.aside_labels.iter().any(|phrase| contains(&tokens, phrase))
     }
 
     fn recommends(&self, text: &str) -> bool {
@@ -230,6 +245,14 @@ struct Part {
 /// Finds the plan in `reply`. `has_content` says whether a stretch of text
 /// names a treatment or a test (the ontology decides).
 pub fn find_plan(vocabulary: &PlanVocabulary, reply: &str, has_content: &dyn Fn(&str) -> bool) -> Plan {
+    let plan = find_marked_plan(vocabulary, reply, has_content);
+    Plan {
+        text: with_chosen_option(reply, &plan.text),
+        source: plan.source,
+    }
+}
+
+fn find_marked_plan(vocabulary: &PlanVocabulary, reply: &str, has_content: &dyn Fn(&str) -> bool) -> Plan {
     let lines: Vec<&str> = reply.lines().collect();
     let mut kinds: Vec<LineKind> = lines.iter().map(|line| classify(line)).collect();
     // An underlined line is a heading; its underline is not content.
@@ -339,6 +362,38 @@ pub fn find_plan(vocabulary: &PlanVocabulary, reply: &str, has_content: &dyn Fn(
     last_paragraph(vocabulary, reply, has_content)
 }
 
+/// A plan that chooses an option by its name (`Choice: Option 2`) plans
+/// what the reply's line for that option says (`Option 2 — carboplatin and
+/// pemetrexed`): the first option the plan names is read into it, the pros
+/// and cons under it are not.
+fn with_chosen_option(reply: &str, plan: &str) -> String {
+    let plan_words = words(plan);
+    let Some(name) = plan_words
+        .windows(2)
+        .find(|pair| pair[0] == "option" && is_option_name(&pair[1]))
+        .map(|pair| pair[1].clone())
+    else {
+        return plan.to_string();
+    };
+    let line = reply.lines().find(|line| {
+        let body = strip_list_marker(line.trim_start_matches(['#', ' ']));
+        let line_words = words(body);
+        line_words.len() > 2
+            && line_words[0] == "option"
+            && line_words[1] == name
+            && !plan.contains(line.trim())
+    });
+    match line {
+        Some(line) => format!("{plan}\n{}", line.trim()),
+        None => plan.to_string(),
+    }
+}
+
+/// An option's name: a number or a single letter (`Option 2`, `Option B`).
+fn is_option_name(word: &str) -> bool {
+    word.len() <= 2 && (word.chars().all(|character| character.is_ascii_digit()) || word.len() == 1)
+}
+
 /// The text after the last plan label inside a line (`… . Plan: X`).
 fn inline_label(vocabulary: &PlanVocabulary, reply: &str) -> Option<String> {
     let mut found = None;
@@ -394,19 +449,33 @@ fn paragraphs(reply: &str) -> Vec<String> {
 fn last_paragraph(vocabulary: &PlanVocabulary, reply: &str, has_content: &dyn Fn(&str) -> bool) -> Plan {
     let all = paragraphs(reply);
     // A letter's greeting, thanks and sign-off are not its body.
+    // A courtesy that opens a paragraph of substance ("Thanks for sending
+    // her pathology. pT2N0 … I'd start …") does not make it a closing.
     let body: Vec<&String> = all
         .iter()
-        .filter(|paragraph| !vocabulary.closing(paragraph) && !vocabulary.greeting(paragraph))
+        .filter(|paragraph| {
+            (has_content(paragraph) || !vocabulary.closing(paragraph)) && !vocabulary.greeting(paragraph)
+        })
         .collect();
+    // A paragraph opened by an aside's label (`Dissenting view: …`) neither
+    // starts nor continues the plan.
+    let other_part = |paragraph: &str| {
+        matches!(
+            classify(paragraph.lines().next().unwrap_or_default()),
+            LineKind::Label { label, .. } if vocabulary.aside(&label)
+        )
+    };
     if body.len() > 1 {
         if let Some(start) = body
             .iter()
-            .rposition(|paragraph| vocabulary.recommends(paragraph))
+            .rposition(|paragraph| vocabulary.recommends(paragraph) && !other_part(paragraph))
         {
             let text = body[start..]
                 .iter()
                 .enumerate()
-                .take_while(|(offset, paragraph)| *offset == 0 || has_content(paragraph))
+                .take_while(|(offset, paragraph)| {
+                    *offset == 0 || (has_content(paragraph) && !other_part(paragraph))
+                })
                 .map(|(_, paragraph)| paragraph.as_str())
                 .collect::<Vec<_>>()
                 .join("\n\n");
@@ -415,7 +484,11 @@ fn last_paragraph(vocabulary: &PlanVocabulary, reply: &str, has_content: &dyn Fn
                 source: PlanSource::LastParagraph,
             };
         }
-        if let Some(last) = body.iter().rev().find(|paragraph| has_content(paragraph)) {
+        if let Some(last) = body
+            .iter()
+            .rev()
+            .find(|paragraph| has_content(paragraph) && !other_part(paragraph))
+        {
             return Plan {
                 text: (*last).clone(),
                 source: PlanSource::LastParagraph,
@@ -456,6 +529,7 @@ mod tests {
                 "background",
                 "summary",
             ]),
+            aside_labels: list(&["minority opinion"]),
             recommend_cues: list(&["recommend", "suggest", "i would"]),
             closings: list(&[
                 "kind regards",
@@ -576,6 +650,29 @@ mod tests {
     fn a_closing_ends_a_labelled_plan() {
         let found = plan("Recommendation: FOLFOX\nPlease do not hesitate to call.\nDr B");
         assert_eq!(found.text, "FOLFOX");
+    }
+
+    #[test]
+    fn another_parts_paragraph_is_not_the_plan_and_a_courtesy_is_not_a_closing() {
+        let minutes =
+            plan("The panel would recommend FOLFOX for six months.\n\nMinority opinion: radiotherapy first.");
+        assert_eq!(minutes.text, "The panel would recommend FOLFOX for six months.");
+        let email = plan(
+            "Hello Ann,\n\nThank you for the scans. She is pT2N1; I would recommend letrozole.\n\nKind regards,\nBo",
+        );
+        assert_eq!(
+            email.text,
+            "Thank you for the scans. She is pT2N1; I would recommend letrozole."
+        );
+    }
+
+    #[test]
+    fn a_chosen_option_plans_what_its_line_says() {
+        let found = plan(
+            "Option A — FOLFOX for six months\nPros: fewer visits.\n\nOption B — radiotherapy alone\nCons: local only.\n\nRecommendation: option A, with CEA follow-up.",
+        );
+        assert!(found.text.contains("FOLFOX"), "{found:?}");
+        assert!(!found.text.contains("radiotherapy"), "{found:?}");
     }
 
     #[test]
