@@ -505,6 +505,31 @@ fn rule_judge_on_the_final_gold_set() {
     }
 }
 
+/// A fifth gold set (`judge-pairs-v5`, 168 pairs in ten more voices:
+/// verbose and structured model answers, dictation, nurse navigators,
+/// pharmacist drug-by-drug reviews, fellows' notes, brief chat, hedged
+/// answers, non-native English, field-by-field answers), written while the
+/// fourth round read the final set, never opened by whoever changed the
+/// rules: the judge on writing it was not tuned to. Only its figures are
+/// printed; its floors hold what was measured when it was added.
+#[test]
+fn rule_judge_on_the_fifth_gold_set() {
+    let Scored { overall, families } = scored("judge-pairs-v5", false);
+    assert!(overall.total >= 150, "the fifth set has {} pairs", overall.total);
+    // Measured when the set was added: 0.796 decided, kappa 0.671,
+    // abstained 0.065; families A 0.848, B 0.609, C 0.824, D 0.739,
+    // E 0.818, N 0.909.
+    assert!(
+        overall.decided_agreement() >= 0.79,
+        "{}",
+        line("overall", &overall)
+    );
+    assert!(overall.kappa() >= 0.66, "{}", line("overall", &overall));
+    for (family, tally) in &families {
+        assert!(tally.decided_agreement() >= 0.60, "{}", line(family, tally));
+    }
+}
+
 /// Every drug the cohort generator writes — each prior line's regimen, split
 /// into its parts — is a drug or regimen of the judge's ontology, so the
 /// rule judge can never miss a treatment the project's own charts name.
