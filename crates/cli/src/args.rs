@@ -255,6 +255,9 @@ pub struct JudgeArgs {
     pub base_url: Option<String>,
     #[arg(long)]
     pub allow_mixed_catalogs: bool,
+    /// Model-judge calls in flight at once (it reaches the client's limiter).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
 }
 
 #[derive(Debug, Args)]

@@ -20,7 +20,8 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         base_url: args.base_url.clone(),
         cache_dir: args.cache_dir.clone(),
         ..ModelSettings::default()
-    };
+    }
+    .with_concurrency(&args.subject, args.concurrency);
     let subject = Arc::new(subject(&args.subject, &args.run, &settings)?);
     let config = Config {
         run: run_name(&args.run),

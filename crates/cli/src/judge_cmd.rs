@@ -81,7 +81,11 @@ pub fn judge(args: &JudgeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let settings = ModelSettings {
         base_url: args.base_url.clone(),
         ..ModelSettings::default()
-    };
+    }
+    .with_concurrency(
+        &args.judge,
+        usize::try_from(args.concurrency).unwrap_or(usize::MAX),
+    );
     let judge = build_judge(
         &args.judge,
         fallback.as_deref().map(str::trim),
@@ -91,6 +95,7 @@ pub fn judge(args: &JudgeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     )?;
     let mut config = Config::new(run_name(&args.run))?;
     config.allow_mixed_catalogs = args.allow_mixed_catalogs;
+    config.concurrency = usize::try_from(args.concurrency).unwrap_or(usize::MAX);
     let report = cfeval_judge::run(&config, &judge, &args.run)
         .with_context(|| format!("judge {} failed for run {}", args.judge, args.run.display()))?;
     tracing::info!(?report, "judge finished");

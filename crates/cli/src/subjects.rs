@@ -22,6 +22,23 @@ pub struct ModelSettings {
     pub price: Option<cfeval_model::Price>,
 }
 
+impl ModelSettings {
+    /// These settings with `concurrency` calls in flight for `name`: the
+    /// one setting that decides it (`--concurrency`, a pipeline's
+    /// `concurrency`) reaches the client's limiter, whose adaptive limit
+    /// starts there and backs off on 429s. Limits given in full keep their
+    /// own; the embedded model keeps its one call at a time.
+    pub fn with_concurrency(mut self, name: &str, concurrency: usize) -> Self {
+        if self.limits.is_none() && !SubjectKind::is_embedded(name) {
+            self.limits = Some(Limits {
+                max_concurrency: concurrency.max(1),
+                ..Limits::default()
+            });
+        }
+        self
+    }
+}
+
 pub fn file_name(name: &str) -> String {
     name.chars()
         .map(|c| {

@@ -58,7 +58,8 @@ pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<
                 base_url: args.base_url.clone(),
                 cache_dir: args.cache_dir.clone(),
                 ..crate::subjects::ModelSettings::default()
-            },
+            }
+            .with_concurrency(model, args.concurrency),
         )?),
     };
     let config = Config {

@@ -31,4 +31,8 @@ pub enum Error {
     Slice(String),
     #[error("failed to start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// An answering task failed and its tuple could not be told (never
+    /// expected: every task's tuple is kept until it ends).
+    #[error("an answering task failed and its tuple is unknown: {0}")]
+    Task(String),
 }

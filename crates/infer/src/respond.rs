@@ -116,6 +116,7 @@ fn base_row(
     mode: Mode,
     variant: &VariantRow,
     prompts: &Prompts,
+    settings: &CallSettings,
 ) -> ResponseRow {
     let prompt_hash = prompts.hash(mode == Mode::Agent);
     let (backend, model) = match subject {
@@ -132,7 +133,7 @@ fn base_row(
         mode: mode.as_str().to_string(),
         case_id: variant.case_id.clone(),
         variant_id: variant.variant_id.clone(),
-        sample: 0,
+        sample: settings.sample,
         intervention: variant.intervention.clone(),
         family: variant.family.clone(),
         catalog_hash: variant.catalog_hash.clone(),
@@ -141,8 +142,8 @@ fn base_row(
         prompt_hash,
         prompt_set: prompts.set.clone(),
         request_hash: String::new(),
-        temperature: 0.0,
-        seed: None,
+        temperature: settings.temperature,
+        seed: settings.seed,
         status: ResponseStatus::Ok.as_str().into(),
         error: None,
         text: None,
@@ -161,6 +162,24 @@ fn base_row(
     }
 }
 
+/// The row of a tuple whose answering task itself failed (it panicked or
+/// was cancelled): `status = error` with why, so that the tuple still has
+/// its row and a rerun tries it again.
+pub fn failed_row(
+    run: &str,
+    subject: &Subject,
+    mode: Mode,
+    variant: &VariantRow,
+    prompts: &Prompts,
+    settings: &CallSettings,
+    error: String,
+) -> ResponseRow {
+    let mut row = base_row(run, subject, mode, variant, prompts, settings);
+    row.status = ResponseStatus::Error.as_str().into();
+    row.error = Some(error);
+    row
+}
+
 /// Answers one variant. Never fails: a failed call becomes `status = error`,
 /// and a reply that stayed unusable through every retry (see
 /// [`crate::reply`]) gets its own status (`empty`, `truncated`, `refused`,
@@ -174,10 +193,7 @@ pub async fn respond(
     prompts: &Prompts,
     settings: &CallSettings,
 ) -> ResponseRow {
-    let mut row = base_row(run, subject, mode, variant, prompts);
-    row.temperature = settings.temperature;
-    row.seed = settings.seed;
-    row.sample = settings.sample;
+    let mut row = base_row(run, subject, mode, variant, prompts, settings);
     match subject {
         Subject::Control(control) => {
             let text = control.answer(&variant.facts, &variant.variant_id);

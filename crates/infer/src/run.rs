@@ -1,6 +1,9 @@
 //! The infer stage over a run: stream `variants`, skip what is already in
-//! `responses` for this subject and mode, answer the rest with bounded
-//! concurrency, and commit the rows chunk by chunk in variant order.
+//! `responses` for this subject and mode, answer the rest through a sliding
+//! window of calls in flight (a new call starts as soon as one ends, never
+//! waiting for a chunk's slowest), and commit the rows in tuple order, a
+//! chunk at a time. A task that fails for any reason (a panic) becomes an
+//! error row, never a missing tuple.
 //!
 //! With [`Config::samples`] = k, every variant is answered k times (a tuple
 //! is then a variant and a sample number): sample `i` is the same request
@@ -284,7 +287,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         catalog_hash: variants.catalog_hash().map(str::to_string),
     };
     let mut writer = responses.writer(provenance.clone());
-    let mut pending: Vec<Tuple> = Vec::new();
+    let mut window = Window::new(config, &subject);
     let mut retry: Vec<(Tuple, u32)> = Vec::new();
     let samples = config.samples.max(1);
     for batch in variants.read_rows::<VariantRow>()? {
@@ -338,18 +341,11 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
                     }
                     continue;
                 }
-                pending.push(tuple);
-                if pending.len() >= config.chunk.max(1) {
-                    let rows =
-                        answer_chunk(config, &subject, std::mem::take(&mut pending), &mut report).await?;
-                    writer.write_rows(&rows)?;
-                    writer.flush()?;
-                }
+                window.submit(tuple, &mut writer, &mut report).await?;
             }
         }
     }
-    let rows = answer_chunk(config, &subject, pending, &mut report).await?;
-    writer.write_rows(&rows)?;
+    window.finish(&mut writer, &mut report).await?;
     writer.finish()?;
     retry_chunk(
         config,
@@ -519,55 +515,167 @@ async fn retry_chunk(
     Ok(())
 }
 
-/// Answers `chunk` with bounded concurrency; the rows in tuple order.
-async fn answer_chunk(
-    config: &Config,
-    subject: &Arc<Subject>,
-    chunk: Vec<Tuple>,
-    report: &mut Report,
-) -> Result<Vec<ResponseRow>> {
-    if chunk.is_empty() {
-        return Ok(Vec::new());
+/// Where the window's rows go, in tuple order.
+trait RowSink {
+    fn rows(&mut self, rows: &[ResponseRow]) -> Result<()>;
+    /// Commits what was written (a chunk is complete).
+    fn commit(&mut self) -> Result<()>;
+}
+
+impl RowSink for cfeval_schema::ShardWriter {
+    fn rows(&mut self, rows: &[ResponseRow]) -> Result<()> {
+        Ok(self.write_rows(rows)?)
     }
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(config.concurrency.max(1)));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (index, Tuple { variant, sample }) in chunk.into_iter().enumerate() {
-        let subject = Arc::clone(subject);
-        let semaphore = Arc::clone(&semaphore);
-        let run = config.run.clone();
-        let prompts = config.prompts.clone();
-        let settings = config.settings.for_sample(sample);
-        let mode = config.mode;
-        tasks.spawn(async move {
-            let _permit = semaphore.acquire_owned().await;
+
+    fn commit(&mut self) -> Result<()> {
+        self.flush()?;
+        Ok(())
+    }
+}
+
+impl RowSink for Vec<ResponseRow> {
+    fn rows(&mut self, rows: &[ResponseRow]) -> Result<()> {
+        self.extend_from_slice(rows);
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A sliding window of answering tasks: up to `concurrency` calls in
+/// flight, a new one started as soon as one ends; finished rows wait until
+/// every earlier tuple's row is there, then go to the sink, which commits
+/// every `chunk` rows (so what is committed is always a prefix of the
+/// tuples, as the resume logic expects). At most `concurrency + chunk` rows
+/// are held.
+struct Window<'a> {
+    config: &'a Config,
+    subject: &'a Arc<Subject>,
+    tasks: tokio::task::JoinSet<(usize, ResponseRow)>,
+    /// Each running task's tuple (a failed task's row is made from it).
+    running: HashMap<tokio::task::Id, (usize, Tuple)>,
+    finished: std::collections::BTreeMap<usize, ResponseRow>,
+    next: usize,
+    written: usize,
+    uncommitted: usize,
+}
+
+impl<'a> Window<'a> {
+    fn new(config: &'a Config, subject: &'a Arc<Subject>) -> Self {
+        Self {
+            config,
+            subject,
+            tasks: tokio::task::JoinSet::new(),
+            running: HashMap::new(),
+            finished: std::collections::BTreeMap::new(),
+            next: 0,
+            written: 0,
+            uncommitted: 0,
+        }
+    }
+
+    /// Starts answering `tuple`, once there is room.
+    async fn submit(&mut self, tuple: Tuple, sink: &mut dyn RowSink, report: &mut Report) -> Result<()> {
+        let room = self.config.concurrency.max(1);
+        let most = room + self.config.chunk.max(1);
+        while self.tasks.len() >= room || self.tasks.len() + self.finished.len() >= most {
+            self.complete_one(sink, report).await?;
+        }
+        let index = self.next;
+        self.next += 1;
+        let subject = Arc::clone(self.subject);
+        let run = self.config.run.clone();
+        let prompts = self.config.prompts.clone();
+        let settings = self.config.settings.for_sample(tuple.sample);
+        let mode = self.config.mode;
+        let variant = Arc::clone(&tuple.variant);
+        let handle = self.tasks.spawn(async move {
             (
                 index,
                 respond(&run, &subject, mode, &variant, &prompts, &settings).await,
             )
         });
+        self.running.insert(handle.id(), (index, tuple));
+        Ok(())
     }
-    let mut rows = Vec::with_capacity(tasks.len());
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(pair) => {
-                if let Some(progress) = &config.progress {
-                    progress.add(1);
-                }
-                rows.push(pair);
+
+    /// Waits for one task, files its row, and writes what is now in order.
+    async fn complete_one(&mut self, sink: &mut dyn RowSink, report: &mut Report) -> Result<()> {
+        let Some(joined) = self.tasks.join_next_with_id().await else {
+            return Ok(());
+        };
+        let (index, row) = match joined {
+            Ok((id, (index, row))) => {
+                self.running.remove(&id);
+                (index, row)
             }
-            Err(error) => tracing::error!(%error, "an answer task failed"),
+            Err(error) => {
+                let Some((index, tuple)) = self.running.remove(&error.id()) else {
+                    return Err(Error::Task(error.to_string()));
+                };
+                tracing::error!(%error, variant = %tuple.variant.variant_id, "an answer task failed");
+                let row = crate::respond::failed_row(
+                    &self.config.run,
+                    self.subject,
+                    self.config.mode,
+                    &tuple.variant,
+                    &self.config.prompts,
+                    &self.config.settings.for_sample(tuple.sample),
+                    format!("the answering task failed: {error}"),
+                );
+                (index, row)
+            }
+        };
+        if let Some(progress) = &self.config.progress {
+            progress.add(1);
         }
-    }
-    rows.sort_by_key(|(index, _)| *index);
-    let rows: Vec<ResponseRow> = rows.into_iter().map(|(_, row)| row).collect();
-    for row in &rows {
         report.answered += 1;
         report.errors += u64::from(row.status != ResponseStatus::Ok.as_str());
         report.cached += u64::from(row.cached);
         report.input_tokens += row.input_tokens;
         report.output_tokens += row.output_tokens;
         report.cost_usd += row.cost_usd;
+        self.finished.insert(index, row);
+        let mut ready = Vec::new();
+        while let Some(row) = self.finished.remove(&self.written) {
+            ready.push(row);
+            self.written += 1;
+        }
+        if !ready.is_empty() {
+            sink.rows(&ready)?;
+            self.uncommitted += ready.len();
+            if self.uncommitted >= self.config.chunk.max(1) {
+                sink.commit()?;
+                self.uncommitted = 0;
+            }
+        }
+        Ok(())
     }
+
+    /// Waits for every task and writes the rest.
+    async fn finish(&mut self, sink: &mut dyn RowSink, report: &mut Report) -> Result<()> {
+        while !self.tasks.is_empty() {
+            self.complete_one(sink, report).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Answers `chunk` through a [`Window`]; the rows in tuple order.
+async fn answer_chunk(
+    config: &Config,
+    subject: &Arc<Subject>,
+    chunk: Vec<Tuple>,
+    report: &mut Report,
+) -> Result<Vec<ResponseRow>> {
+    let mut rows: Vec<ResponseRow> = Vec::with_capacity(chunk.len());
+    let mut window = Window::new(config, subject);
+    for tuple in chunk {
+        window.submit(tuple, &mut rows, report).await?;
+    }
+    window.finish(&mut rows, report).await?;
     Ok(rows)
 }
 

@@ -575,6 +575,7 @@ impl Driver {
             price: subject.price,
             ..ModelSettings::default()
         }
+        .with_concurrency(&subject.name, self.pipeline.concurrency)
     }
 
     /// Runs every (subject, mode) unit of this slice; true when every slice
@@ -799,7 +800,8 @@ impl Driver {
             api_key_env: plan.api_key_env.clone(),
             limits: plan.limits.clone(),
             ..ModelSettings::default()
-        };
+        }
+        .with_concurrency(&plan.name, self.pipeline.concurrency);
         crate::judge_cmd::build_judge(
             &plan.name,
             plan.fallback.as_deref(),

@@ -538,3 +538,126 @@ fn a_tuple_is_left_as_it_is_after_max_tries() {
         }
     }
 }
+
+/// A model whose answer task panics on one patient's charts (a bug in a
+/// backend, a provider SDK, anything) and answers the others.
+struct PanickingModel {
+    identity: cfeval_model::BackendIdentity,
+}
+
+impl cfeval_model::ChatBackend for PanickingModel {
+    fn identity(&self) -> &cfeval_model::BackendIdentity {
+        &self.identity
+    }
+
+    fn send<'a>(
+        &'a self,
+        request: &'a cfeval_model::ChatRequest,
+    ) -> cfeval_model::BoxFuture<'a, cfeval_model::Result<cfeval_model::ChatResponse>> {
+        let prompt = serde_json::to_string(&request.messages).unwrap_or_default();
+        Box::pin(async move {
+            assert!(!prompt.contains("Patient 2,"), "the backend crashed on patient 2");
+            Ok(cfeval_model::ChatResponse {
+                text: Some("Recommendation: continue the current therapy.".into()),
+                tool_calls: Vec::new(),
+                finish_reason: Some("stop".into()),
+                usage: cfeval_model::Usage::default(),
+                model: None,
+                raw: serde_json::Value::Null,
+            })
+        })
+    }
+}
+
+/// A task that fails (here: panics) is an error row of its tuple, never a
+/// missing one; every other tuple is answered, in tuple order, and a rerun
+/// tries the failed ones again.
+#[test]
+fn a_failed_answer_task_is_an_error_row_never_a_missing_tuple() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 5);
+    let backend = Arc::new(PanickingModel {
+        identity: cfeval_model::BackendIdentity {
+            backend: "fake".into(),
+            subject: "fake/panicky".into(),
+            model: "panicky".into(),
+            base_url: String::new(),
+        },
+    });
+    let subject = Arc::new(Subject::Model {
+        name: "fake/panicky".into(),
+        client: ModelClient::builder(backend).build().expect("client"),
+        native_tools: true,
+    });
+    let config = Config {
+        concurrency: 3,
+        chunk: 2,
+        ..Config::default()
+    };
+    let report = cfeval_infer::run(&config, subject, dir.path()).expect("run");
+    let rows = read_responses(dir.path());
+    assert_eq!(rows.len() as u64, tuples);
+    assert_eq!(report.answered, tuples);
+    let failed: Vec<&ResponseRow> = rows.iter().filter(|row| row.status != "ok").collect();
+    assert!(!failed.is_empty());
+    for row in &failed {
+        assert_eq!(row.case_id, "case-2", "{row:?}");
+        assert_eq!(row.status, "error");
+        assert!(
+            row.error
+                .as_deref()
+                .is_some_and(|error| error.contains("task failed")),
+            "{:?}",
+            row.error
+        );
+    }
+    assert_eq!(report.errors, failed.len() as u64);
+    assert!(
+        rows.iter()
+            .filter(|row| row.case_id != "case-2")
+            .all(|row| row.status == "ok")
+    );
+    // Rows are committed in tuple order, whatever order the calls ended in.
+    let mut ids: Vec<(String, String)> = rows
+        .iter()
+        .map(|row| (row.case_id.clone(), row.intervention.clone()))
+        .collect();
+    let written = ids.clone();
+    ids.dedup();
+    assert_eq!(ids, written, "one row per tuple");
+}
+
+/// `concurrency` calls are in flight at once (the window keeps it full), not
+/// the client's default cap of 32.
+#[test]
+fn the_window_keeps_concurrency_calls_in_flight() {
+    let server = BackgroundServer::start(ServerConfig {
+        latency: std::time::Duration::from_millis(150),
+        ..ServerConfig::default()
+    })
+    .expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tuples = write_variants(dir.path(), 40);
+    let spec = SubjectSpec {
+        base_url: Some(server.openai_base_url()),
+        limits: cfeval_model::Limits {
+            max_concurrency: 64,
+            ..cfeval_model::Limits::default()
+        },
+        ..SubjectSpec::new("vllm/wide-model")
+    };
+    let config = Config {
+        concurrency: 64,
+        chunk: 16,
+        ..Config::default()
+    };
+    let report = cfeval_infer::run(&config, model_subject(spec, true), dir.path()).expect("run");
+    assert_eq!(report.errors, 0);
+    assert_eq!(read_responses(dir.path()).len() as u64, tuples);
+    // Chunks of 16 with a barrier would never hold more than 16 at once.
+    assert!(
+        server.max_in_flight() > 40,
+        "{} calls in flight at most, for {tuples} tuples at concurrency 64",
+        server.max_in_flight()
+    );
+}

@@ -175,6 +175,8 @@ struct Counters {
     faults: AtomicU64,
     unauthorized: AtomicU64,
     connections: AtomicU64,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
     per_model: Mutex<HashMap<String, u64>>,
     last_body: Mutex<Option<Value>>,
 }
@@ -280,6 +282,11 @@ impl TestServer {
     /// Complete requests received.
     pub fn requests(&self) -> u64 {
         self.state.counters.requests.load(Ordering::Relaxed)
+    }
+
+    /// The most requests that were being answered at one moment.
+    pub fn max_in_flight(&self) -> u64 {
+        self.state.counters.max_in_flight.load(Ordering::SeqCst)
     }
 
     /// Requests naming `model`.
@@ -443,6 +450,23 @@ fn pick_fault(state: &State) -> Fault {
     Fault::None
 }
 
+/// Counts a request in flight while it is being answered.
+struct InFlight<'a>(&'a Counters);
+
+impl<'a> InFlight<'a> {
+    fn enter(counters: &'a Counters) -> Self {
+        let now = counters.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        counters.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(counters)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Answers one request; `Ok(false)` closes the connection.
 async fn answer(
     reader: &mut BufReader<TcpStream>,
@@ -451,6 +475,7 @@ async fn answer(
 ) -> std::io::Result<bool> {
     let counters = &state.counters;
     counters.requests.fetch_add(1, Ordering::Relaxed);
+    let _in_flight = InFlight::enter(counters);
     let stream = reader.get_mut();
     let protocol = match (request.method.as_str(), request.path.as_str()) {
         ("POST", "/v1/chat/completions" | "/chat/completions") => Protocol::OpenAi,
