@@ -124,7 +124,11 @@ pub struct Report {
     /// Model extractor claims refused (quote not in the note, or not in the
     /// vocabulary); each is a `cases_quarantine` row.
     pub unverified_facts: u64,
-    /// Model facts kept (their quote verified).
+    /// Model claims whose quote verified and that are in the vocabulary
+    /// (with `both`, those the rules also state count here too).
+    pub llm_verified: u64,
+    /// Model facts kept: with `llm` every verified one, with `both` those
+    /// the rules do not state.
     pub llm_facts: u64,
     /// Cases whose model extraction failed (the call, or an invalid answer
     /// after one repair); each is a `cases_quarantine` row, and the case
@@ -439,6 +443,7 @@ impl Sink<'_> {
             failures,
             refused,
             llm_error,
+            llm_verified,
             llm_facts,
             disagreements,
         } = converted;
@@ -446,6 +451,7 @@ impl Sink<'_> {
         for failure in failures {
             tracing::warn!(case = %row.source_id, %failure, "fact dropped: span did not verify");
         }
+        self.report.llm_verified += llm_verified;
         self.report.llm_facts += llm_facts;
         self.report.disagreements += disagreements;
         let place = |reason: String, excerpt: Option<String>| input::Rejected {
@@ -583,6 +589,8 @@ pub struct Converted {
     pub refused: Vec<extract::llm::Refused>,
     /// Why the model extraction of this case failed, if it did.
     pub llm_error: Option<String>,
+    /// Model claims verified (quote found, in the vocabulary).
+    pub llm_verified: u64,
     /// Model facts kept.
     pub llm_facts: u64,
     /// `both`: facts the extractors gave different values.
@@ -610,7 +618,8 @@ pub fn synthesize_case_with(
         ExtractorMode::Rule | ExtractorMode::Both => extract::extract_facts(&source_text, &sections),
     };
     let mut extra = raw.extra.clone();
-    let (mut refused, mut llm_error, mut llm_facts, mut disagreements) = (Vec::new(), None, 0, 0);
+    let (mut refused, mut llm_error) = (Vec::new(), None);
+    let (mut llm_verified, mut llm_facts, mut disagreements) = (0, 0, 0);
     match (mode, model) {
         (ExtractorMode::Rule, _) => {}
         (_, None) => llm_error = Some("the model extractor gave no answer for this case".to_string()),
@@ -619,6 +628,7 @@ pub fn synthesize_case_with(
             let vocabulary = extract::llm::Vocabulary::builtin();
             let (model_facts, not_kept) = extract::llm::facts_from_claims(&source_text, claims, &vocabulary);
             refused = not_kept;
+            llm_verified = model_facts.len() as u64;
             let mut seen: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
             for mut fact in model_facts {
                 let key = fact_key(&fact);
@@ -701,6 +711,7 @@ pub fn synthesize_case_with(
         failures,
         refused,
         llm_error,
+        llm_verified,
         llm_facts,
         disagreements,
     }

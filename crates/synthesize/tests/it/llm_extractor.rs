@@ -101,6 +101,7 @@ fn only_verified_quotes_become_facts_and_the_rest_is_listed() {
     assert_eq!(report.span_failures, 0);
     // Breast: cancer type, ER, HER2 (loose quote), the prior line; lung: all three.
     assert_eq!(report.llm_facts, 4 + 3);
+    assert_eq!(report.llm_verified, report.llm_facts);
     // Invented quotes (BRCA, stage IV) and an unknown marker.
     assert_eq!(report.unverified_facts, 3);
     // The third note's answer is not JSON, twice (the repair retry).
