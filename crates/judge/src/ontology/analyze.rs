@@ -554,6 +554,15 @@ mod tests {
     }
 
     #[test]
+    fn an_eligibility_condition_is_not_a_contingency() {
+        let ontology = ontology();
+        let analysis = ontology.analyze("Atezolizumab for a year if no contraindication to immunotherapy");
+        assert!(analysis.drugs.contains("atezolizumab"), "{analysis:?}");
+        let toxicity = ontology.analyze("pembrolizumab every 6 weeks if no grade 3 colitis");
+        assert!(toxicity.drugs.contains("pembrolizumab"), "{toxicity:?}");
+    }
+
+    #[test]
     fn follow_up_beside_a_treatment_is_not_a_surveillance_plan() {
         let ontology = ontology();
         let treated = ontology.analyze("definitive SBRT, then CT surveillance");
