@@ -646,6 +646,25 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_operation_is_not_planned() {
+        let ontology = ontology();
+        for text in [
+            "The gastrectomy is cancelled; FOLFOX for palliation",
+            "we are cancelling the gastrectomy, FOLFOX for palliation",
+        ] {
+            let analysis = ontology.analyze(text);
+            assert!(
+                !analysis.classes.contains("surgical_resection"),
+                "{text}: {analysis:?}"
+            );
+            assert!(
+                analysis.avoided.contains("surgical_resection"),
+                "{text}: {analysis:?}"
+            );
+        }
+    }
+
+    #[test]
     fn an_eligibility_condition_is_not_a_contingency() {
         let ontology = ontology();
         let analysis = ontology.analyze("Atezolizumab for a year if no contraindication to immunotherapy");
