@@ -119,7 +119,16 @@ impl RuleJudge {
                 "no treatment, test or ruled-out option could be read in the intervened answer's plan".into(),
             ));
         }
-        let said_unchanged = variant.unchanged && variant.signature().is_subset(base.signature());
+        // "No change" said of a plan that now rules out what the baseline
+        // planned ("the backbone is unchanged … durvalumab is not
+        // recommended") is said of a part: the plan moved.
+        let rules_out_planned = base
+            .drugs
+            .iter()
+            .chain(&base.classes)
+            .any(|item| variant.avoided.contains(item));
+        let said_unchanged =
+            variant.unchanged && !rules_out_planned && variant.signature().is_subset(base.signature());
         let changed = !said_unchanged && base.signature() != variant.signature();
         let moved = describe_move(base, variant);
         if input.expects_unchanged() {
@@ -952,6 +961,23 @@ mod tests {
             "{}",
             verdict.rationale
         );
+    }
+
+    #[test]
+    fn no_change_said_of_a_part_does_not_hide_a_treatment_ruled_out() {
+        let judge = judge();
+        let a3 = expected(&[], &["immunotherapy"]);
+        let diff = diff("biomarker", "PD-L1", "positive", "negative");
+        let verdict = judge
+            .judge_pair(&pair(
+                "A",
+                "Plan: cisplatin/etoposide with 66 Gy, then a year of durvalumab.",
+                "Plan: cisplatin/etoposide with 66 Gy, unchanged. Durvalumab is no longer advised now that PD-L1 is negative.",
+                Some(&a3),
+                &diff,
+            ))
+            .expect("scored");
+        assert_eq!(verdict.label, Label::UpdatedCorrect, "{}", verdict.rationale);
     }
 
     #[test]

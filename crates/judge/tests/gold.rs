@@ -439,14 +439,17 @@ fn rule_judge_on_the_held_out_gold_set() {
     // E 0.875, N 0.792. After the round that read the final set (plan
     // labels and asides, post-operative settings, concurrent
     // chemoradiation): 0.892 decided, kappa 0.825, abstained 0.006; N 0.833.
+    // After the round that read the fifth set (stopped drugs, progression
+    // said by the scan, model-style lists): 0.916 decided, kappa 0.864,
+    // abstained 0.006; A 0.914, B 0.958, C 0.944, D 0.958, E 0.875, N 0.833.
     assert!(
-        overall.decided_agreement() >= 0.89,
+        overall.decided_agreement() >= 0.91,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.82, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.86, "{}", line("overall", &overall));
     for (family, tally) in &families {
-        assert!(tally.decided_agreement() >= 0.79, "{}", line(family, tally));
+        assert!(tally.decided_agreement() >= 0.83, "{}", line(family, tally));
     }
 }
 
@@ -465,13 +468,15 @@ fn rule_judge_on_the_fresh_gold_set() {
     // generalisation round: 0.838 decided, kappa 0.742, abstained 0.006;
     // A 0.806, B 0.833, C 0.944, D 0.652, E 0.792, N 0.958. After the round
     // that read the final set: 0.862 decided, kappa 0.778, abstained 0.006;
-    // A 0.806, B 0.833, C 0.972, D 0.826, E 0.750, N 0.958.
+    // A 0.806, B 0.833, C 0.972, D 0.826, E 0.750, N 0.958. After the
+    // round that read the fifth set: 0.874 decided, kappa 0.797, abstained
+    // 0.006; A 0.806, B 0.875, C 0.972, D 0.826, E 0.792, N 0.958.
     assert!(
-        overall.decided_agreement() >= 0.86,
+        overall.decided_agreement() >= 0.87,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.77, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.79, "{}", line("overall", &overall));
     for (family, tally) in &families {
         assert!(tally.decided_agreement() >= 0.75, "{}", line(family, tally));
     }
@@ -493,13 +498,14 @@ fn rule_judge_on_the_final_gold_set() {
     // abstained 0.024; families A 0.706, B 0.750, C 0.743, D 0.652,
     // E 0.792, N 0.583. After the round that read its disagreements: 0.855
     // decided, kappa 0.764, abstained 0.018; A 0.943, B 0.833, C 0.778,
-    // D 0.870, E 0.870, N 0.833.
+    // D 0.870, E 0.870, N 0.833. After the round that read the fifth set:
+    // 0.867 decided, kappa 0.784, abstained 0.018; B 0.917, C 0.778.
     assert!(
-        overall.decided_agreement() >= 0.85,
+        overall.decided_agreement() >= 0.86,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.76, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.78, "{}", line("overall", &overall));
     for (family, tally) in &families {
         assert!(tally.decided_agreement() >= 0.77, "{}", line(family, tally));
     }
@@ -511,22 +517,29 @@ fn rule_judge_on_the_final_gold_set() {
 /// answers, non-native English, field-by-field answers), written while the
 /// fourth round read the final set, never opened by whoever changed the
 /// rules: the judge on writing it was not tuned to. Only its figures are
-/// printed; its floors hold what was measured when it was added.
+/// printed unless `CFEVAL_GOLD_REPORT_V5` asks for its disagreements (a
+/// development set since the fifth round); its floors hold what was measured.
 #[test]
 fn rule_judge_on_the_fifth_gold_set() {
-    let Scored { overall, families } = scored("judge-pairs-v5", false);
+    let Scored { overall, families } = scored(
+        "judge-pairs-v5",
+        std::env::var_os("CFEVAL_GOLD_REPORT_V5").is_some(),
+    );
     assert!(overall.total >= 150, "the fifth set has {} pairs", overall.total);
     // Measured when the set was added: 0.796 decided, kappa 0.671,
     // abstained 0.065; families A 0.848, B 0.609, C 0.824, D 0.739,
-    // E 0.818, N 0.909.
+    // E 0.818, N 0.909. After the round that read its disagreements: 0.855
+    // decided, kappa 0.765, abstained 0.018; A 0.857, B 0.826, C 0.886,
+    // D 0.750, E 0.917, N 0.875.
     assert!(
-        overall.decided_agreement() >= 0.79,
+        overall.decided_agreement() >= 0.85,
         "{}",
         line("overall", &overall)
     );
-    assert!(overall.kappa() >= 0.66, "{}", line("overall", &overall));
+    assert!(overall.kappa() >= 0.76, "{}", line("overall", &overall));
+    assert!(overall.abstention() <= 0.02, "{}", line("overall", &overall));
     for (family, tally) in &families {
-        assert!(tally.decided_agreement() >= 0.60, "{}", line(family, tally));
+        assert!(tally.decided_agreement() >= 0.74, "{}", line(family, tally));
     }
 }
 

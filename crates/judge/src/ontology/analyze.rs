@@ -17,8 +17,9 @@ enum SettingRole {
     Other,
 }
 
-/// One treatment mention of a clause: its drugs, its classes, its status.
-type ReadTreatment = (Vec<String>, Vec<String>, Status);
+/// One treatment mention of a clause: its drugs, its classes, its status,
+/// and whether a continue word governs it (see `continue_words`).
+type ReadTreatment = (Vec<String>, Vec<String>, Status, bool);
 
 impl Ontology {
     /// Reads a whole reply: finds its plan, then reads the plan.
@@ -76,15 +77,37 @@ impl Ontology {
         // Each clause's treatments with their status, and the earliest line
         // of therapy the clause plans.
         let mut read: Vec<(Option<usize>, Vec<ReadTreatment>)> = Vec::new();
+        // Drugs the plan stops: their other mentions recount them.
+        let mut stopped: BTreeSet<String> = BTreeSet::new();
         for clause in clauses(text) {
             let tokens = tokens(&clause);
             let found = self.treatments.find(&tokens);
             let items: Vec<(usize, usize)> = found.iter().map(|(start, end, _)| (*start, *end)).collect();
             let statuses = self.context.classify(&tokens, &items, &items);
+            let stop_spans = self.stop_words.find(&tokens);
+            let stops = !stop_spans.is_empty();
+            let continues = self.continue_words.find(&tokens);
             let mut treatments = Vec::new();
             let mut after_operation = false;
-            for ((start, _, treatment), status) in found.iter().zip(statuses) {
+            for (index, ((start, end, treatment), status)) in found.iter().zip(statuses).enumerate() {
                 let (drugs, classes) = self.expand(treatment);
+                let next = found.get(index + 1).map_or(tokens.len(), |(next, _, _)| *next);
+                let status = if status == Status::Planned && self.status_column_stops(&tokens, *end, next) {
+                    Status::Negated
+                } else {
+                    status
+                };
+                if stops && status == Status::Negated {
+                    stopped.extend(drugs.iter().cloned());
+                }
+                // Continued or given again: a continue word before it in
+                // its clause with no stop word between.
+                let continued = continues.iter().any(|(_, word_end, ())| {
+                    *word_end <= *start
+                        && !stop_spans
+                            .iter()
+                            .any(|(stop_start, _, ())| (*word_end..*start).contains(stop_start))
+                });
                 let time_reference = self.time_reference(&tokens, *start, &classes);
                 let status = if status == Status::Planned && time_reference {
                     Status::Historical
@@ -92,17 +115,22 @@ impl Ontology {
                     status
                 };
                 after_operation |= time_reference && status == Status::Historical;
-                treatments.push((drugs, classes, status));
+                treatments.push((drugs, classes, status, continued));
             }
             // Drug therapy timed from an operation ("CAPOX, starting within
             // 8 weeks of surgery", "pembrolizumab 4 weeks after resection")
             // is given after it: adjuvant.
             if after_operation
-                && treatments.iter().any(|(_, classes, status)| {
+                && treatments.iter().any(|(_, classes, status, _)| {
                     *status == Status::Planned && self.setting_role(classes) == SettingRole::Systemic
                 })
             {
-                treatments.push((Vec::new(), vec!["adjuvant_therapy".into()], Status::Planned));
+                treatments.push((
+                    Vec::new(),
+                    vec!["adjuvant_therapy".into()],
+                    Status::Planned,
+                    false,
+                ));
             }
             // Radiotherapy and chemotherapy given at once ("60 Gy with
             // weekly carboplatin") are chemoradiation.
@@ -111,7 +139,7 @@ impl Ontology {
                 found
                     .iter()
                     .zip(&treatments)
-                    .position(|(_, (_, classes, status))| {
+                    .position(|(_, (_, classes, status, _))| {
                         *status == Status::Planned && classes.iter().any(|own| own == class)
                     })
             };
@@ -131,6 +159,7 @@ impl Ontology {
                         Vec::new(),
                         vec!["definitive_chemoradiation".into()],
                         Status::Planned,
+                        false,
                     ));
                 }
             }
@@ -189,16 +218,30 @@ impl Ontology {
         // T-DXd"): their treatments are contingent.
         let earliest = read
             .iter()
-            .filter(|(_, treatments)| treatments.iter().any(|(_, _, status)| *status == Status::Planned))
+            .filter(|(_, treatments)| {
+                treatments
+                    .iter()
+                    .any(|(_, _, status, _)| *status == Status::Planned)
+            })
             .filter_map(|(rank, _)| *rank)
             .min();
         // What each planned treatment is, in the order the plan names them.
         let mut sequence: Vec<SettingRole> = Vec::new();
         for (rank, treatments) in read {
             let later = matches!((rank, earliest), (Some(rank), Some(earliest)) if rank > earliest);
-            for (drugs, classes, status) in treatments {
+            for (drugs, classes, status, continued) in treatments {
                 let status = if later && status == Status::Planned {
                     Status::Conditional
+                } else {
+                    status
+                };
+                // A stopped drug's other mentions recount it.
+                let status = if status == Status::Planned
+                    && !continued
+                    && !drugs.is_empty()
+                    && drugs.iter().all(|drug| stopped.contains(drug))
+                {
+                    Status::Historical
                 } else {
                     status
                 };
@@ -324,6 +367,27 @@ impl Ontology {
         } else {
             SettingRole::Other
         }
+    }
+
+    /// Whether a stop word stands right after a treatment that ends at
+    /// `end`, past its dose and schedule and before the next treatment at
+    /// `next` (`Letrozole 2.5 mg daily — STOP`, `nivolumab: discontinue`).
+    fn status_column_stops(&self, tokens: &[String], end: usize, next: usize) -> bool {
+        let mut position = end;
+        while position < next {
+            if tokens[position] == ":" || tokens[position].chars().any(char::is_numeric) {
+                position += 1;
+            } else if let Some((length, ())) = self.dose_words.longest_at(tokens, position) {
+                position += length;
+            } else {
+                break;
+            }
+        }
+        position < next
+            && self
+                .stop_words
+                .longest_at(tokens, position)
+                .is_some_and(|(length, ())| position + length <= next)
     }
 
     /// Whether a procedure mention at `start` is a point in time ("within
@@ -551,6 +615,62 @@ mod tests {
                 .classes
                 .contains("surgical_resection")
         );
+    }
+
+    #[test]
+    fn a_drug_the_plan_stops_is_not_planned_by_its_other_mentions() {
+        let ontology = ontology();
+        let analysis = ontology.analyze(
+            "FOLFIRI and cetuximab gave eight months of control. Scans now show new lung nodules, so we are stopping the FOLFIRI and cetuximab; plan is trifluridine/tipiracil with bevacizumab.",
+        );
+        assert!(!analysis.drugs.contains("cetuximab"), "{analysis:?}");
+        assert!(analysis.drugs.contains("bevacizumab"), "{analysis:?}");
+        // A drug the plan continues or gives again stays planned.
+        let again = ontology.analyze(
+            "Oxaliplatin was stopped for neuropathy a year ago. Re-introduce oxaliplatin with capecitabine.",
+        );
+        assert!(again.drugs.contains("oxaliplatin"), "{again:?}");
+    }
+
+    #[test]
+    fn a_stop_word_after_a_treatment_and_its_dose_is_its_status() {
+        let ontology = ontology();
+        let sheet = ontology.analyze(
+            "- Anastrozole 1 mg PO daily — STOP\n- Ribociclib 600 mg days 1-21: discontinue\n- Fulvestrant 500 mg IM — START",
+        );
+        assert!(!sheet.drugs.contains("ribociclib"), "{sheet:?}");
+        assert!(sheet.avoided.contains("ribociclib"), "{sheet:?}");
+        assert!(sheet.drugs.contains("fulvestrant"), "{sheet:?}");
+        let planned = ontology.analyze("Fulvestrant 500 mg, stop date to be decided");
+        assert!(planned.drugs.contains("fulvestrant"), "{planned:?}");
+    }
+
+    #[test]
+    fn a_cancelled_operation_is_not_planned() {
+        let ontology = ontology();
+        for text in [
+            "The gastrectomy is cancelled; FOLFOX for palliation",
+            "we are cancelling the gastrectomy, FOLFOX for palliation",
+        ] {
+            let analysis = ontology.analyze(text);
+            assert!(
+                !analysis.classes.contains("surgical_resection"),
+                "{text}: {analysis:?}"
+            );
+            assert!(
+                analysis.avoided.contains("surgical_resection"),
+                "{text}: {analysis:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_eligibility_condition_is_not_a_contingency() {
+        let ontology = ontology();
+        let analysis = ontology.analyze("Atezolizumab for a year if no contraindication to immunotherapy");
+        assert!(analysis.drugs.contains("atezolizumab"), "{analysis:?}");
+        let toxicity = ontology.analyze("pembrolizumab every 6 weeks if no grade 3 colitis");
+        assert!(toxicity.drugs.contains("pembrolizumab"), "{toxicity:?}");
     }
 
     #[test]

@@ -269,6 +269,22 @@ mod tests {
     }
 
     #[test]
+    fn progression_is_said_by_what_the_scan_shows_and_a_missing_result_plainly() {
+        let ontology = ontology();
+        let progression = |text: &str| ontology.mentions(text, "prior_line").contains("progression");
+        assert!(progression(
+            "MRI: the pelvic mass has grown and there is a new bone lesion"
+        ));
+        assert!(progression("enlarging nodes on today's scan"));
+        assert!(progression("new lesions in the liver"));
+        assert!(!progression("no new lesions and no growth"));
+        let biomarkers = |text: &str| ontology.mentions(text, "biomarker");
+        assert!(biomarkers("We don't have the PD-L1 yet").contains("PD-L1:unknown"));
+        assert!(biomarkers("HER2 results weren't included in the outside report").contains("HER2:unknown"));
+        assert!(biomarkers("the PR is not back").contains("PR:unknown"));
+    }
+
+    #[test]
     fn a_sign_after_a_marker_is_its_status() {
         let ontology = ontology();
         let biomarkers = |text: &str| ontology.mentions(text, "biomarker");

@@ -52,6 +52,15 @@ pub struct Ontology {
     monotherapy: Phrases<()>,
     /// Words that give two treatments at once (`with`, `concurrent`).
     concurrent: Phrases<()>,
+    /// Words that stop a treatment under way (`stop`, `d/c`): what a plan
+    /// stops, its other mentions do not plan.
+    stop_words: Phrases<()>,
+    /// Dose and schedule words (`mg`, `daily`, `q3w`) a status word after a
+    /// treatment may stand past (`Letrozole 2.5 mg daily — STOP`).
+    dose_words: Phrases<()>,
+    /// Words that continue or give again a treatment (`continue`,
+    /// `re-introducing`): a stop elsewhere does not undo them.
+    continue_words: Phrases<()>,
     intent: Phrases<String>,
     lines: Phrases<String>,
     order_words: Phrases<()>,

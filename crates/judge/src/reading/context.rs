@@ -103,8 +103,10 @@ fn is_arrow(token: &str) -> bool {
     token == ARROW
 }
 
+/// A list's joining word: `plus` joins treatments like `and`
+/// (`prostatectomy plus node dissection is an alternative`).
 fn is_connector(token: &str) -> bool {
-    matches!(token, "," | "and" | "or" | "nor")
+    matches!(token, "," | "and" | "or" | "nor" | "plus")
 }
 
 /// Phrases matched leftmost-longest on tokens.
@@ -750,6 +752,18 @@ mod tests {
         assert_eq!(
             status_of("plan now is crt: pembrolizumab is not indicated", "crt"),
             Status::Planned
+        );
+    }
+
+    #[test]
+    fn plus_joins_a_list_like_and() {
+        assert_eq!(
+            status_of("mastectomy plus surgery is contraindicated", "mastectomy"),
+            Status::Negated
+        );
+        assert_eq!(
+            status_of("no folfox plus cisplatin", "cisplatin"),
+            Status::Negated
         );
     }
 

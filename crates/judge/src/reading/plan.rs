@@ -424,6 +424,25 @@ fn trim_closing(vocabulary: &PlanVocabulary, text: &str) -> String {
     kept.join("\n").trim().to_string()
 }
 
+/// What follows a paragraph's first sentence (empty when it has one).
+fn after_first_sentence(paragraph: &str) -> &str {
+    paragraph
+        .char_indices()
+        .find(|(index, character)| {
+            matches!(character, '.' | '!' | '?' | '\n')
+                && paragraph[index + character.len_utf8()..].starts_with(char::is_whitespace)
+        })
+        .map_or("", |(index, character)| {
+            &paragraph[index + character.len_utf8()..]
+        })
+}
+
+/// Whether a paragraph opens with a list marker (`1.`, `-`, `•`).
+fn list_item(paragraph: &str) -> bool {
+    let first = paragraph.lines().next().unwrap_or_default();
+    strip_list_marker(first).len() < first.trim_start().len()
+}
+
 fn paragraphs(reply: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = Vec::new();
@@ -448,13 +467,17 @@ fn paragraphs(reply: &str) -> Vec<String> {
 /// paragraph that names a treatment or test, else the whole reply.
 fn last_paragraph(vocabulary: &PlanVocabulary, reply: &str, has_content: &dyn Fn(&str) -> bool) -> Plan {
     let all = paragraphs(reply);
-    // A letter's greeting, thanks and sign-off are not its body.
-    // A courtesy that opens a paragraph of substance ("Thanks for sending
-    // her pathology. pT2N0 … I'd start …") does not make it a closing.
+    // A letter's greeting, thanks and sign-off are not its body. A courtesy
+    // is the first sentence of the paragraph it opens: what follows it
+    // ("Thanks for sending her pathology. pT2N0 … I'd start …") may be
+    // substance, while a one-sentence offer that names a drug ("Let me know
+    // if you'd like the abemaciclib data") is still a closing.
+    let substance = |text: &str| has_content(text) || vocabulary.recommends(text);
     let body: Vec<&String> = all
         .iter()
         .filter(|paragraph| {
-            (has_content(paragraph) || !vocabulary.closing(paragraph)) && !vocabulary.greeting(paragraph)
+            (!vocabulary.closing(paragraph) || substance(after_first_sentence(paragraph)))
+                && !vocabulary.greeting(paragraph)
         })
         .collect();
     // A paragraph opened by an aside's label (`Dissenting view: …`) neither
@@ -466,10 +489,22 @@ fn last_paragraph(vocabulary: &PlanVocabulary, reply: &str, has_content: &dyn Fn
         )
     };
     if body.len() > 1 {
-        if let Some(start) = body
+        if let Some(mut start) = body
             .iter()
             .rposition(|paragraph| vocabulary.recommends(paragraph) && !other_part(paragraph))
         {
+            // A list is one plan: a recommending item ("2. Consolidation:
+            // durvalumab is still my recommendation") reads from the list's
+            // first item, and from the paragraph that introduces the list
+            // when that one recommends ("Here is my recommendation: …").
+            if list_item(body[start]) {
+                while start > 0 && list_item(body[start - 1]) && !other_part(body[start - 1]) {
+                    start -= 1;
+                }
+                if start > 0 && vocabulary.recommends(body[start - 1]) && !other_part(body[start - 1]) {
+                    start -= 1;
+                }
+            }
             let text = body[start..]
                 .iter()
                 .enumerate()
@@ -530,13 +565,16 @@ mod tests {
                 "summary",
             ]),
             aside_labels: list(&["minority opinion"]),
-            recommend_cues: list(&["recommend", "suggest", "i would"]),
+            recommend_cues: list(&["recommend", "suggest", "i would", "my recommendation"]),
             closings: list(&[
                 "kind regards",
                 "best regards",
                 "please do not hesitate",
                 "sincerely",
                 "thank you for",
+                "thanks for",
+                "many thanks",
+                "let me know",
             ]),
             greetings: list(&["dear"]),
         }
@@ -664,6 +702,29 @@ mod tests {
             email.text,
             "Thank you for the scans. She is pT2N1; I would recommend letrozole."
         );
+    }
+
+    #[test]
+    fn a_one_sentence_offer_is_a_closing_even_when_it_names_a_drug() {
+        let found = plan(
+            "Thank you for the referral. In summary, she is pT1N0 after lumpectomy.\n\nShe should have radiotherapy.\n\nLet me know if you'd like the letrozole data.",
+        );
+        assert_eq!(found.text, "She should have radiotherapy.");
+        let thanks =
+            plan("Thanks for the note. I would recommend letrozole.\n\nLet me know if anything changes.");
+        assert_eq!(thanks.text, "Thanks for the note. I would recommend letrozole.");
+    }
+
+    #[test]
+    fn a_recommending_list_item_reads_the_whole_list() {
+        let found = plan(
+            "Many thanks. My recommendation is as follows.\n\n1. Systemic: FOLFOX for six months.\n\n2. Local: radiotherapy is what I would recommend next.\n\nLet me know if you'd like the FOLFOX trial data.",
+        );
+        assert!(
+            found.text.contains("FOLFOX for six months") && found.text.contains("radiotherapy"),
+            "{found:?}"
+        );
+        assert!(!found.text.contains("trial data"), "{found:?}");
     }
 
     #[test]
