@@ -543,6 +543,31 @@ fn rule_judge_on_the_fifth_gold_set() {
     }
 }
 
+/// A sixth gold set (`judge-pairs-v6`, 168 pairs in ten more voices:
+/// concise and reasoning-trace model answers, nested bullets, radiation
+/// oncologists', surgeons' and geriatric oncologists' views, trial
+/// recruiters, second-opinion letters, checklists, Q&A), written during the
+/// fifth round and never read by it: the judge on writing it was not tuned
+/// to. Only its figures are printed; its floors hold what was measured when
+/// it was added.
+#[test]
+fn rule_judge_on_the_sixth_gold_set() {
+    let Scored { overall, families } = scored("judge-pairs-v6", false);
+    assert!(overall.total >= 150, "the sixth set has {} pairs", overall.total);
+    // Measured when the set was added: 0.731 decided, kappa 0.566,
+    // abstained 0.048; families A 0.812, B 0.762, C 0.750, D 0.667,
+    // E 0.708, N 0.652.
+    assert!(
+        overall.decided_agreement() >= 0.73,
+        "{}",
+        line("overall", &overall)
+    );
+    assert!(overall.kappa() >= 0.56, "{}", line("overall", &overall));
+    for (family, tally) in &families {
+        assert!(tally.decided_agreement() >= 0.65, "{}", line(family, tally));
+    }
+}
+
 /// Every drug the cohort generator writes — each prior line's regimen, split
 /// into its parts — is a drug or regimen of the judge's ontology, so the
 /// rule judge can never miss a treatment the project's own charts name.
