@@ -27,6 +27,8 @@ pub enum Command {
     Perturb(PerturbArgs),
     /// Work with intervention catalogs.
     Catalog(CatalogArgs),
+    /// Work with clinical-reasoning rubrics.
+    Rubric(RubricArgs),
     /// Run a subject on every variant (`responses`).
     Infer(InferArgs),
     /// Judge responses: CSS pairs and CMS (`judgments`).
@@ -172,6 +174,18 @@ pub struct CatalogArgs {
 #[derive(Debug, Subcommand)]
 pub enum CatalogCommand {
     /// Validate a catalog file.
+    Check { file: PathBuf },
+}
+
+#[derive(Debug, Args)]
+pub struct RubricArgs {
+    #[command(subcommand)]
+    pub command: RubricCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RubricCommand {
+    /// Validate a rubric file (every problem with its line); prints its hash.
     Check { file: PathBuf },
 }
 

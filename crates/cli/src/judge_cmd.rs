@@ -102,3 +102,34 @@ pub fn judge(args: &JudgeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     writeln!(out, "{}", serde_json::to_string(&report)?)?;
     Ok(())
 }
+
+/// `cfeval rubric check FILE`: every problem with its line, or the rubric's
+/// size and hash.
+pub fn rubric(args: &crate::args::RubricArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    match &args.command {
+        crate::args::RubricCommand::Check { file } => {
+            let text = fs_err::read_to_string(file)?;
+            match cfeval_judge::rubric::Rubric::parse(&text) {
+                Ok(rubric) => {
+                    writeln!(
+                        out,
+                        "ok {} ({} domains, {} sub-dimensions, {} N/A rules, profiles {}) blake3={}",
+                        file.display(),
+                        rubric.domains.len(),
+                        rubric.subdimension_count(),
+                        rubric.na_rules.len(),
+                        rubric.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+                        rubric.hash
+                    )?;
+                    Ok(())
+                }
+                Err(problems) => {
+                    for problem in &problems {
+                        writeln!(out, "{}:{problem}", file.display())?;
+                    }
+                    anyhow::bail!("rubric {} has {} problem(s)", file.display(), problems.len())
+                }
+            }
+        }
+    }
+}

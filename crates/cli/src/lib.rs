@@ -65,6 +65,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Synthesize(args) => synthesize_cmd::synthesize(&args, &mut std::io::stdout().lock()),
         Command::Perturb(args) => perturb_cmd::perturb(&args, &mut std::io::stdout().lock()),
         Command::Catalog(args) => perturb_cmd::catalog(&args, &mut std::io::stdout().lock()),
+        Command::Rubric(args) => judge_cmd::rubric(&args, &mut std::io::stdout().lock()),
         Command::Infer(args) => infer_cmd::infer(&args, &mut std::io::stdout().lock()),
         Command::Judge(args) => judge_cmd::judge(&args, &mut std::io::stdout().lock()),
         Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),

@@ -24,6 +24,7 @@ pub mod families;
 pub mod llm;
 pub mod ontology;
 pub mod reading;
+pub mod rubric;
 pub mod rule;
 mod run;
 mod verdict;

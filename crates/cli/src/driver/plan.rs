@@ -217,8 +217,17 @@ fn print_plan(
     let prices = PriceTable::bundled()?;
     writeln!(
         out,
-        "\ninfer: {:<32} {:<12} {:>8} {:>8} {:>10} {:>8} {:>12} {:>12} {:>10}",
-        "subject", "mode", "tuples", "done", "new calls", "cached", "in tokens~", "out tokens≤", "cost≤ USD"
+        "\ninfer: {:<32} {:<12} {:>8} {:>8} {:>10} {:>8} {:>12} {:>12} {:>10} {:>9}",
+        "subject",
+        "mode",
+        "tuples",
+        "done",
+        "new calls",
+        "cached",
+        "in tokens~",
+        "out tokens≤",
+        "cost≤ USD",
+        "in flight"
     )?;
     let mut total_calls = 0u64;
     let mut total_cost = 0.0;
@@ -241,9 +250,22 @@ fn print_plan(
             )?;
             total_calls += unit.calls;
             total_cost += unit.cost.unwrap_or(0.0);
+            // The calls in flight the unit will keep (the client's limit; the
+            // embedded model answers one at a time).
+            let in_flight = if subject.is_control() {
+                "-".to_string()
+            } else if cfeval_schema::vocab::SubjectKind::is_embedded(&subject.name) {
+                "1".to_string()
+            } else {
+                subject
+                    .limits
+                    .as_ref()
+                    .map_or(pipeline.concurrency, |limits| limits.max_concurrency)
+                    .to_string()
+            };
             writeln!(
                 out,
-                "       {:<32} {:<12} {:>8} {:>8} {:>10} {:>8} {:>12} {:>12} {:>10}",
+                "       {:<32} {:<12} {:>8} {:>8} {:>10} {:>8} {:>12} {:>12} {:>10} {:>9}",
                 subject.name,
                 run.mode.as_str(),
                 unit.tuples,
@@ -255,6 +277,7 @@ fn print_plan(
                 unit.output_tokens,
                 unit.cost
                     .map_or_else(|| "-".to_string(), |cost| format!("{cost:.4}")),
+                in_flight,
             )?;
         }
     }

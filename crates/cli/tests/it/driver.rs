@@ -555,6 +555,21 @@ fn dry_run_cost_bound_counts_model_judge_calls() {
     );
     // A cascade's model is resolved like any judge's: it needs only its key.
     assert!(!stdout.contains("invalid subject name"), "{stdout}");
+    // The calls each unit keeps in flight: the subject's concurrency; none
+    // for a control.
+    let in_flight = |subject: &str| {
+        stdout
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(subject))
+            .and_then(|line| line.split_whitespace().last())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        in_flight(&format!("vllm/{SUBJECT_MODEL}")),
+        Some(CONCURRENCY.to_string()),
+        "{stdout}"
+    );
+    assert_eq!(in_flight("control/reference").as_deref(), Some("-"), "{stdout}");
     assert_eq!(server.requests(), 0, "a dry run calls no model");
 }
 

@@ -10,5 +10,6 @@ mod inspect;
 mod judge;
 mod pipeline_files;
 mod python_readers;
+mod rubric;
 mod samples;
 mod support;
