@@ -29,6 +29,8 @@ pub enum Command {
     Catalog(CatalogArgs),
     /// Work with clinical-reasoning rubrics.
     Rubric(RubricArgs),
+    /// Bring in what was made elsewhere.
+    Import(ImportArgs),
     /// Run a subject on every variant (`responses`).
     Infer(InferArgs),
     /// Judge responses: CSS pairs and CMS (`judgments`).
@@ -175,6 +177,38 @@ pub struct CatalogArgs {
 pub enum CatalogCommand {
     /// Validate a catalog file.
     Check { file: PathBuf },
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub command: ImportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Answers made elsewhere (JSONL, or CSV with a header) as the run's
+    /// `responses`: each row names a variant (`variant_id`, or `case_id` and
+    /// `intervention`), a `subject` and the answer's `text`; optional `mode`,
+    /// `sample`, `input_tokens`, `output_tokens`, `latency_ms`,
+    /// `finish_reason`. Rows that do not fit go to `cases_quarantine` with
+    /// their line and reason.
+    Responses(ImportResponsesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportResponsesArgs {
+    /// The run directory (its variants must exist).
+    #[arg(long)]
+    pub run: PathBuf,
+    /// The subject of rows without a `subject` column.
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// Replace the run's responses of an imported subject × mode.
+    #[arg(long)]
+    pub replace: bool,
+    /// The file: JSONL, or CSV (by its `.csv` extension).
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Args)]

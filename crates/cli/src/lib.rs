@@ -8,6 +8,7 @@
 mod aggregate_cmd;
 mod args;
 mod driver;
+mod import_cmd;
 mod infer_cmd;
 mod inspect;
 mod judge_cmd;
@@ -66,6 +67,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Perturb(args) => perturb_cmd::perturb(&args, &mut std::io::stdout().lock()),
         Command::Catalog(args) => perturb_cmd::catalog(&args, &mut std::io::stdout().lock()),
         Command::Rubric(args) => judge_cmd::rubric(&args, &mut std::io::stdout().lock()),
+        Command::Import(args) => match &args.command {
+            args::ImportCommand::Responses(args) => {
+                import_cmd::import_responses(args, &mut std::io::stdout().lock())
+            }
+        },
         Command::Infer(args) => infer_cmd::infer(&args, &mut std::io::stdout().lock()),
         Command::Judge(args) => judge_cmd::judge(&args, &mut std::io::stdout().lock()),
         Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),

@@ -28,7 +28,7 @@ mod run;
 
 pub use control::{Control, ControlKind};
 pub use error::{Error, Result};
-pub use prompt::Prompts;
+pub use prompt::{Prompts, extract_recommendation};
 pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
 pub use run::{
     Config, DEFAULT_MAX_TRIES, Report, Slice, answers, answers_variant, fingerprint, run, run_async, unit,

@@ -5,7 +5,7 @@
 //! naming what is left.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use crate::support::catalog;
@@ -48,15 +48,7 @@ resamples = 50
 }
 
 fn cfeval(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cfeval"))
-        .current_dir(cwd)
-        .args(args)
-        .env("CFEVAL_PROGRESS", "plain")
-        .env_remove("RUST_LOG")
-        .env_remove("VLLM_API_KEY")
-        .env_remove("VLLM_BASE_URL")
-        .output()
-        .expect("run cfeval")
+    crate::support::cfeval_in(cwd, args)
 }
 
 fn run(cwd: &Path, pipeline: &Path) -> Output {

@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::catalog;
+use crate::support::{catalog, succeeded};
 use cfeval_model::testing::{BackgroundServer, ServerConfig};
 
 /// Calls in flight for the HTTP subject.
@@ -71,16 +71,6 @@ fn run_command(cwd: &Path, pipeline: &Path, extra: &[&str]) -> Command {
         .env_remove("VLLM_API_KEY")
         .env_remove("VLLM_BASE_URL");
     command
-}
-
-fn succeeded(output: Output, what: &str) -> String {
-    assert!(
-        output.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Every table's rows as sorted JSON lines, without the per-call

@@ -5,6 +5,7 @@ mod bad_inputs;
 mod concurrency;
 mod corruption;
 mod driver;
+mod import;
 mod infer_resume;
 mod inspect;
 mod judge;

@@ -21,6 +21,31 @@ pub fn cfeval(args: &[&str]) -> Output {
         .expect("run cfeval")
 }
 
+/// Runs `cfeval` with `args` in `cwd`, as a user's shell would (plain
+/// progress, no log filter, no model keys or URLs from the environment).
+pub fn cfeval_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cfeval"))
+        .current_dir(cwd)
+        .args(args)
+        .env("CFEVAL_PROGRESS", "plain")
+        .env_remove("RUST_LOG")
+        .env_remove("VLLM_API_KEY")
+        .env_remove("VLLM_BASE_URL")
+        .output()
+        .expect("run cfeval")
+}
+
+/// The stdout of a command that must have succeeded (else both streams).
+pub fn succeeded(output: Output, what: &str) -> String {
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn write<T: Table>(run: &Path, table: TableName, rows: Vec<T>) {
     let store = ShardStore::open(
         &run.join(table.dir_name()),
