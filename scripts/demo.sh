@@ -24,7 +24,19 @@ fi
 step() { printf '\n== %s\n' "$*" >&2; }
 
 step "cfeval run pipelines/demo.toml: cohort → E-Synthesis → perturb → 4 controls + SmolLM2 → rule and SmolLM2 judges → aggregate → report"
+# Exit 2 means the run went to the end but some tuples are not usable
+# answers (the 135M model often loops until its token limit: `truncated`).
+# Those are counted and left out of the scores, which is what the demo is
+# there to show; any other failure stops it.
+set +e
 "$cfeval" run pipelines/demo.toml --run-dir "$run"
+rc=$?
+set -e
+if [[ $rc -eq 2 ]]; then
+  echo "(the run finished; the answers named above are not usable and are left out of the scores, counted per subject)" >&2
+elif [[ $rc -ne 0 ]]; then
+  exit "$rc"
+fi
 
 step "status"
 "$cfeval" status "$run"

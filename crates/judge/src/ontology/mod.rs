@@ -328,6 +328,30 @@ mod tests {
         );
     }
 
+    /// Completing a perioperative course after the operation is its
+    /// post-operative part: adjuvant, not neoadjuvant.
+    #[test]
+    fn completing_a_perioperative_course_is_adjuvant() {
+        let ontology = ontology();
+        let completing = ontology.analyze("adjuvant CAPOX to complete perioperative treatment");
+        assert!(
+            completing.classes.contains("adjuvant_therapy"),
+            "{:?}",
+            completing.classes
+        );
+        assert!(
+            !completing.classes.contains("neoadjuvant_therapy"),
+            "{:?}",
+            completing.classes
+        );
+        let whole = ontology.analyze("perioperative FLOT, four cycles before and four after surgery");
+        assert!(
+            whole.classes.contains("neoadjuvant_therapy"),
+            "{:?}",
+            whole.classes
+        );
+    }
+
     #[test]
     fn longest_phrase_wins() {
         let ontology = ontology();
