@@ -139,6 +139,11 @@ impl<L: Clone> PhraseSet<L> {
             .find_map(|(phrase, label)| phrase.match_at(tokens, index).map(|length| (length, label)))
     }
 
+    /// Every label, once per phrase.
+    pub fn labels(&self) -> impl Iterator<Item = &L> {
+        self.by_first.values().flatten().map(|(_, label)| label)
+    }
+
     /// The tokens the longest phrase at `index` covers.
     pub fn len_at(&self, tokens: &Tokens<'_>, index: usize) -> Option<usize> {
         self.at(tokens, index).map(|(length, _)| length)

@@ -643,6 +643,55 @@ mod tests {
     }
 
     #[test]
+    fn markers_of_head_and_neck_glioma_breast_gist_and_biliary_cancers() {
+        assert_eq!(
+            statuses("HPV-associated oropharyngeal SCC, p16 strongly positive"),
+            pairs(&[("HPV", "positive"), ("HPV", "positive")])
+        );
+        assert_eq!(statuses("p16-negative"), pairs(&[("HPV", "negative")]));
+        assert_eq!(
+            statuses("glioblastoma, IDH-wildtype, MGMT promoter unmethylated"),
+            pairs(&[("IDH", "negative"), ("MGMT", "negative")])
+        );
+        assert_eq!(
+            statuses("astrocytoma IDH1 R132H mutant; MGMT methylated (35%)"),
+            pairs(&[("IDH", "positive"), ("MGMT", "positive")])
+        );
+        assert_eq!(
+            statuses("ctDNA: PIK3CA H1047R detected, ESR1 not detected"),
+            pairs(&[("PIK3CA", "positive"), ("ESR1", "negative")])
+        );
+        assert_eq!(
+            statuses("GIST, CD117 positive, KIT exon 11 deletion; PDGFRA wild type"),
+            pairs(&[("KIT", "positive"), ("KIT", "positive"), ("PDGFRA", "negative")])
+        );
+        assert_eq!(
+            statuses("FGFR2 fusion on NGS; no FGFR3 alteration"),
+            pairs(&[("FGFR2", "positive"), ("FGFR3", "negative")])
+        );
+        assert_eq!(
+            statuses("FGFR3 testing: no alteration"),
+            pairs(&[("FGFR3", "negative")])
+        );
+        // `kit` in lower case is a word, not the gene.
+        assert!(statuses("sample kit positive control").is_empty());
+    }
+
+    #[test]
+    fn every_marker_of_the_lexicon_is_a_vocabulary_name() {
+        let vocabulary = cfeval_schema::vocab::Vocabulary::builtin();
+        let biomarker = vocabulary.kind("biomarker").expect("biomarker kind");
+        let lexicon = Lexicon::builtin().unwrap();
+        for name in lexicon.markers.markers.labels() {
+            assert!(
+                biomarker.allows_name(&name.name),
+                "{} is not in the vocabulary",
+                name.name
+            );
+        }
+    }
+
+    #[test]
     fn msi_forms() {
         assert_eq!(statuses("tumour is MSI-high"), pairs(&[("MSI", "positive")]));
         assert_eq!(statuses("MMR proteins retained"), pairs(&[("MSI", "negative")]));
