@@ -18,19 +18,24 @@ pub const BUILTIN_AJCC8_YAML: &str = include_str!("../../../data/staging/ajcc8.y
 
 const BUILTIN_ORIGIN: &str = "data/staging/ajcc8.yaml (built in)";
 
-/// Which staging a TNM states: `c` clinical, `p`/`yp` pathologic, no
-/// prefix either.
+/// Which staging a TNM states: `c` clinical, `p` pathologic, `yp`/`yc`
+/// after neoadjuvant therapy, no prefix either.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Basis {
     Clinical,
     Pathologic,
+    /// After neoadjuvant therapy: the table's `post_therapy` rows where it
+    /// has them, else its pathologic rows.
+    PostTherapy,
     Either,
 }
 
 impl Basis {
     /// The basis a TNM prefix (`c`, `p`, `yp`, `yc`, empty) states.
     pub fn from_prefix(prefix: &str) -> Self {
-        if prefix.contains('p') {
+        if prefix.starts_with('y') {
+            Basis::PostTherapy
+        } else if prefix.contains('p') {
             Basis::Pathologic
         } else if prefix.contains('c') {
             Basis::Clinical
@@ -54,6 +59,7 @@ pub struct Row {
 pub struct CancerTable {
     clinical: Vec<Row>,
     pathologic: Vec<Row>,
+    post_therapy: Vec<Row>,
 }
 
 /// Every cancer type's table, with the edition they follow.
@@ -79,6 +85,10 @@ struct RawCancer {
     clinical: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pathologic: BTreeMap<String, Vec<String>>,
+    /// Staging after neoadjuvant therapy (ypTNM), where the edition gives
+    /// it its own table.
+    #[serde(default)]
+    post_therapy: BTreeMap<String, Vec<String>>,
 }
 
 impl Staging {
@@ -119,7 +129,15 @@ impl Staging {
                     "needs `rows`, or both `clinical` and `pathologic`".to_string(),
                 ));
             }
-            cancers.insert(name, CancerTable { clinical, pathologic });
+            let post_therapy = expand(&raw_cancer.post_therapy).map_err(invalid)?;
+            cancers.insert(
+                name,
+                CancerTable {
+                    clinical,
+                    pathologic,
+                    post_therapy,
+                },
+            );
         }
         Ok(Staging {
             edition: raw.edition,
@@ -141,15 +159,18 @@ impl Staging {
 impl CancerTable {
     /// The rows of `basis` (`Either`: clinical and pathologic).
     pub fn rows(&self, basis: Basis) -> impl Iterator<Item = &Row> {
-        let (clinical, pathologic) = match basis {
-            Basis::Clinical => (true, false),
-            Basis::Pathologic => (false, true),
-            Basis::Either => (true, true),
+        let own_post_therapy = basis == Basis::PostTherapy && !self.post_therapy.is_empty();
+        let (clinical, pathologic, post_therapy) = match basis {
+            Basis::Clinical => (true, false, false),
+            Basis::Pathologic => (false, true, false),
+            Basis::PostTherapy => (false, !own_post_therapy, own_post_therapy),
+            Basis::Either => (true, true, false),
         };
         self.clinical
             .iter()
             .filter(move |_| clinical)
             .chain(self.pathologic.iter().filter(move |_| pathologic))
+            .chain(self.post_therapy.iter().filter(move |_| post_therapy))
     }
 
     /// Every group `t`, `n` and `m` can have under `basis` (empty: the
@@ -256,10 +277,22 @@ mod tests {
         for cancer in [
             "breast",
             "nsclc",
+            "sclc",
             "colorectal",
             "pancreatic",
             "gastric",
+            "esophageal",
             "melanoma",
+            "head_and_neck",
+            "head_and_neck_hpv",
+            "prostate",
+            "bladder",
+            "renal",
+            "cervical",
+            "endometrial",
+            "ovarian",
+            "hepatocellular",
+            "cholangiocarcinoma",
         ] {
             let table = staging.table(cancer).unwrap();
             // Every M1 combination is stage IV, in every table.
@@ -298,7 +331,14 @@ mod tests {
         assert!(!staging.table("colorectal").unwrap().node_negative_can_be("III"));
         assert_eq!(split_group("IIIA"), ("III", "A"));
         assert_eq!(split_group("IV"), ("IV", ""));
-        assert_eq!(Basis::from_prefix("yp"), Basis::Pathologic);
+        assert_eq!(Basis::from_prefix("yp"), Basis::PostTherapy);
+        assert_eq!(Basis::from_prefix("p"), Basis::Pathologic);
+        // ypTNM: the table's own post-therapy rows, else its pathologic ones.
+        let esophageal = staging.table("esophageal").unwrap();
+        assert_eq!(esophageal.groups(Basis::PostTherapy, 0, 0, 0), ["I"]);
+        assert_eq!(esophageal.groups(Basis::PostTherapy, 1, 1, 0), ["IIIA"]);
+        assert_eq!(esophageal.groups(Basis::Pathologic, 1, 1, 0), ["IIB"]);
+        assert_eq!(nsclc.groups(Basis::PostTherapy, 1, 0, 0), ["IA"]);
     }
 
     #[test]

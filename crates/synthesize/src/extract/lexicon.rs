@@ -197,6 +197,23 @@ pub struct StagingWords {
     pub metastatic_group: String,
     /// TNM prefixes, longest first.
     pub tnm_prefixes: Vec<String>,
+    /// Tables chosen by a marker: (cancer, marker, value, table).
+    pub marker_tables: Vec<MarkerTable>,
+    /// Phrases that put a non-metastatic cancer in one group when nothing
+    /// else gives one (`locally advanced` pancreatic cancer is III): the
+    /// phrases, and the group by cancer type.
+    pub locally_advanced: Words,
+    pub locally_advanced_groups: BTreeMap<String, String>,
+}
+
+/// A staging table chosen by a marker's value (p16-positive oropharynx).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkerTable {
+    pub cancer: String,
+    pub marker: String,
+    pub value: String,
+    pub table: String,
 }
 
 /// The word lists for metastatic status.
@@ -214,6 +231,9 @@ pub struct MetastaticWords {
     pub phrases: Words,
     pub negative_phrases: Words,
     pub recurrence: Words,
+    /// Per cancer type, spread that is regional there, not distant
+    /// (peritoneal disease in ovarian cancer is FIGO III).
+    pub regional_for: HashMap<String, Words>,
 }
 
 /// The word lists for surgery.
@@ -321,6 +341,12 @@ struct RawStaging {
     arrows: Vec<RawPhrase>,
     metastatic_group: String,
     tnm_prefixes: Vec<String>,
+    #[serde(default)]
+    marker_tables: Vec<MarkerTable>,
+    #[serde(default)]
+    locally_advanced: Vec<RawPhrase>,
+    #[serde(default)]
+    locally_advanced_groups: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -338,6 +364,8 @@ struct RawMetastatic {
     phrases: Vec<RawPhrase>,
     negative_phrases: Vec<RawPhrase>,
     recurrence: Vec<RawPhrase>,
+    #[serde(default)]
+    regional_for: BTreeMap<String, Vec<RawPhrase>>,
 }
 
 #[derive(Deserialize)]
@@ -549,6 +577,9 @@ impl Lexicon {
                 arrows: words(raw.staging.arrows),
                 metastatic_group: raw.staging.metastatic_group,
                 tnm_prefixes: prefixes,
+                marker_tables: raw.staging.marker_tables,
+                locally_advanced: words(raw.staging.locally_advanced),
+                locally_advanced_groups: raw.staging.locally_advanced_groups,
             },
             metastatic: MetastaticWords {
                 stems: raw.metastatic.stems,
@@ -563,6 +594,12 @@ impl Lexicon {
                 phrases: words(raw.metastatic.phrases),
                 negative_phrases: words(raw.metastatic.negative_phrases),
                 recurrence: words(raw.metastatic.recurrence),
+                regional_for: raw
+                    .metastatic
+                    .regional_for
+                    .into_iter()
+                    .map(|(cancer, phrases)| (cancer, words(phrases)))
+                    .collect(),
             },
             surgery: SurgeryWords {
                 procedures: words(raw.surgery.procedures),

@@ -339,3 +339,21 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
     }
     assert!(cuts > 10_000, "{cuts} cuts");
 }
+
+/// `CFEVAL_NOTE=NOTE-001` prints one development note's text and every fact
+/// the extractor reads in it (the held-out set is never printed).
+#[test]
+fn one_development_note_is_printed_on_request() {
+    let Some(id) = std::env::var_os("CFEVAL_NOTE") else {
+        return;
+    };
+    for note in notes("notes") {
+        if std::ffi::OsStr::new(&note.id) != id {
+            continue;
+        }
+        println!("{}\n{}\n{:?}", note.id, note.text, note.truth);
+        for fact in extract_facts(&note.text, &sections::split(&note.text)) {
+            println!("{}:{}={} {:?}", fact.kind, fact.name, fact.value, fact.span_text);
+        }
+    }
+}
