@@ -228,12 +228,13 @@ pub struct MetastaticWords {
     pub distant: Words,
     pub sites: Words,
     pub lesion_words: Words,
+    pub lesion_site_links: Words,
     pub phrases: Words,
     pub negative_phrases: Words,
     pub recurrence: Words,
     /// Per cancer type, spread that is regional there, not distant
     /// (peritoneal disease in ovarian cancer is FIGO III).
-    pub regional_for: HashMap<String, Words>,
+    pub not_distant_for: HashMap<String, Words>,
 }
 
 /// The word lists for surgery.
@@ -361,11 +362,13 @@ struct RawMetastatic {
     distant: Vec<RawPhrase>,
     sites: Vec<RawPhrase>,
     lesion_words: Vec<RawPhrase>,
+    #[serde(default)]
+    lesion_site_links: Vec<RawPhrase>,
     phrases: Vec<RawPhrase>,
     negative_phrases: Vec<RawPhrase>,
     recurrence: Vec<RawPhrase>,
     #[serde(default)]
-    regional_for: BTreeMap<String, Vec<RawPhrase>>,
+    not_distant_for: BTreeMap<String, Vec<RawPhrase>>,
 }
 
 #[derive(Deserialize)]
@@ -591,12 +594,13 @@ impl Lexicon {
                 distant: words(raw.metastatic.distant),
                 sites: words(raw.metastatic.sites),
                 lesion_words: words(raw.metastatic.lesion_words),
+                lesion_site_links: words(raw.metastatic.lesion_site_links),
                 phrases: words(raw.metastatic.phrases),
                 negative_phrases: words(raw.metastatic.negative_phrases),
                 recurrence: words(raw.metastatic.recurrence),
-                regional_for: raw
+                not_distant_for: raw
                     .metastatic
-                    .regional_for
+                    .not_distant_for
                     .into_iter()
                     .map(|(cancer, phrases)| (cancer, words(phrases)))
                     .collect(),

@@ -348,6 +348,22 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
                 continue;
             }
         }
+        // `new lesions in the liver`: a lesion word, a link and a site.
+        if let Some(length) = words.lesion_words.len_at(tokens, index)
+            && let Some(link) = words.lesion_site_links.len_at(tokens, index + length)
+            && let Some(site) = words.sites.len_at(tokens, index + length + link)
+            && index + length + link + site <= end
+        {
+            if negation_before(index).is_none() && !uncertain(index) {
+                notes.spreads.push(Spread {
+                    value: true,
+                    first: index,
+                    last: index + length + link + site - 1,
+                });
+            }
+            index += length + link + site;
+            continue;
+        }
         let word = tokens.lower(index);
         let is_mention = words.stems.iter().any(|stem| word.starts_with(stem.as_str()))
             || words.words.starts(tokens, index);
@@ -444,11 +460,12 @@ pub fn resolve(
     let written_iv = notes.groups.iter().find(|group| group.main == metastatic_group);
     // Spread that is regional for this cancer (ovarian peritoneal disease)
     // states no metastasis.
-    let regional = cancer.and_then(|cancer| lexicon.metastatic.regional_for.get(cancer));
-    let affirmed = notes
-        .spreads
-        .iter()
-        .find(|spread| spread.value && !regional.is_some_and(|words| words.starts(tokens, spread.first)));
+    let regional = cancer.and_then(|cancer| lexicon.metastatic.not_distant_for.get(cancer));
+    let affirmed = notes.spreads.iter().find(|spread| {
+        spread.value
+            && !regional
+                .is_some_and(|words| words.starts(tokens, spread.first) || words.starts(tokens, spread.last))
+    });
     let m1 = notes.m_tokens.iter().find(|spread| spread.value);
     let negated = notes.spreads.iter().find(|spread| !spread.value);
     let m0 = notes.m_tokens.iter().find(|spread| !spread.value);
@@ -769,6 +786,28 @@ mod tests {
         assert_eq!(
             value(&stage(text, Some("gastric")), "group").as_deref(),
             Some("IV")
+        );
+    }
+
+    #[test]
+    fn lesions_in_an_organ_are_distant_unless_the_cancer_began_there() {
+        for text in [
+            "progressed 03/2024 with new lung nodules",
+            "control CT shows new lesions in the liver",
+        ] {
+            let facts = stage(text, Some("breast"));
+            assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"), "{text}");
+        }
+        assert_eq!(
+            value(
+                &stage("two new lesions in the liver", Some("hepatocellular")),
+                "metastatic"
+            ),
+            None
+        );
+        assert_eq!(
+            value(&stage("CT: RUL lung nodules", Some("nsclc")), "metastatic"),
+            None
         );
     }
 
