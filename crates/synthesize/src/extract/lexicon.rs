@@ -249,6 +249,12 @@ pub struct SurgeryWords {
     pub planned_cues: Words,
     pub resected_words: Words,
     pub done_before: Words,
+    pub not_done_phrases: Words,
+    pub resected_alone: Words,
+    pub planned_before: Words,
+    pub past_words: Words,
+    pub done_links: Words,
+    pub done_after: Words,
     pub diagnostic: Words,
 }
 
@@ -383,6 +389,18 @@ struct RawSurgery {
     planned_cues: Vec<RawPhrase>,
     resected_words: Vec<RawPhrase>,
     done_before: Vec<RawPhrase>,
+    #[serde(default)]
+    not_done_phrases: Vec<RawPhrase>,
+    #[serde(default)]
+    resected_alone: Vec<RawPhrase>,
+    #[serde(default)]
+    planned_before: Vec<RawPhrase>,
+    #[serde(default)]
+    past_words: Vec<RawPhrase>,
+    #[serde(default)]
+    done_links: Vec<RawPhrase>,
+    #[serde(default)]
+    done_after: Vec<RawPhrase>,
     diagnostic: Vec<RawPhrase>,
 }
 
@@ -615,6 +633,12 @@ impl Lexicon {
                 planned_cues: words(raw.surgery.planned_cues),
                 resected_words: words(raw.surgery.resected_words),
                 done_before: words(raw.surgery.done_before),
+                not_done_phrases: words(raw.surgery.not_done_phrases),
+                resected_alone: words(raw.surgery.resected_alone),
+                planned_before: words(raw.surgery.planned_before),
+                past_words: words(raw.surgery.past_words),
+                done_links: words(raw.surgery.done_links),
+                done_after: words(raw.surgery.done_after),
                 diagnostic: words(raw.surgery.diagnostic),
             },
             lines: LineWords {
