@@ -100,7 +100,10 @@ pub fn organ_cancer_type(
                 index += length;
             } else if let Some((length, value)) = lexicon.organs.at(tokens, index) {
                 let last = index + length - 1;
-                if !deposit(index, clause) && !deposit(last, clause) {
+                let site_lesion = lexicon.metastatic.sites.starts(tokens, index)
+                    && (lexicon.site_lesion_words.starts(tokens, last + 1)
+                        || (index > clause.0 && lexicon.site_lesion_words.starts(tokens, index - 1)));
+                if !deposit(index, clause) && !deposit(last, clause) && !site_lesion {
                     organs.push((index, last, value));
                 }
                 index += length;
@@ -581,6 +584,39 @@ mod tests {
         assert!(run("Mother had breast cancer at 50", cancer_type).is_empty());
     }
 
+    #[test]
+    fn more_names_of_the_vocabulary_cancers_and_none_for_others() {
+        for (text, value) in [
+            (
+                "upper tract urothelial carcinoma (UTUC) of the left ureter",
+                "bladder",
+            ),
+            ("metastatic papillary RCC", "renal"),
+            ("hepatoma in a cirrhotic liver", "hepatocellular"),
+            ("carcinoma of the pancreas head with SMV abutment", "pancreatic"),
+            ("perihilar cholangiocarcinoma (Klatskin)", "cholangiocarcinoma"),
+            ("iCCA, FGFR2 fusion", "cholangiocarcinoma"),
+            ("GBM, IDH-wildtype", "glioma"),
+            ("cervical squamous cell carcinoma, FIGO IB2", "cervical"),
+            ("OPSCC, p16-positive", "head_and_neck"),
+        ] {
+            assert_eq!(
+                run(text, cancer_type).first().map(|fact| fact.1.as_str()),
+                Some(value),
+                "{text}"
+            );
+        }
+        // Cancers outside the vocabulary are none of its types.
+        for text in [
+            "papillary thyroid carcinoma",
+            "Merkel cell carcinoma of the cheek",
+            "gallbladder adenocarcinoma",
+            "mesothelioma of the pleura",
+        ] {
+            assert!(run(text, cancer_type).is_empty(), "{text}");
+        }
+    }
+
     /// The organ rule over each clause, then over the whole note.
     fn organ(text: &str) -> Vec<(String, String, String)> {
         let lexicon = Lexicon::builtin().unwrap();
@@ -594,6 +630,24 @@ mod tests {
         out.into_iter()
             .map(|fact| (fact.name, fact.value, text[fact.start..fact.end].to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_lesion_names_a_primary_except_in_an_organ_metastases_go_to() {
+        assert_eq!(
+            organ("incidental gastric lesion at OGD. ESD: tubular adenocarcinoma, R0")
+                .first()
+                .map(|fact| fact.1.as_str()),
+            Some("gastric")
+        );
+        assert!(organ("two liver lesions, biopsy: adenocarcinoma").is_empty());
+        // Hilar nodes are the lung's, not a bile duct's.
+        assert_eq!(
+            organ("right upper lobectomy; adenocarcinoma with 1/4 hilar nodes")
+                .first()
+                .map(|fact| fact.1.as_str()),
+            Some("nsclc")
+        );
     }
 
     #[test]

@@ -305,6 +305,10 @@ pub struct Lexicon {
     pub organ_reach: usize,
     pub family_words: Words,
     pub metastasis_words: Words,
+    /// Beside an organ that is a common site of metastasis (the metastatic
+    /// `sites`), these make it a deposit (`liver lesions`); beside another
+    /// organ they may name the primary (`gastric lesion at OGD`).
+    pub site_lesion_words: Words,
     pub staging: StagingWords,
     pub metastatic: MetastaticWords,
     pub surgery: SurgeryWords,
@@ -328,6 +332,8 @@ struct RawLexicon {
     organ_reach: usize,
     family_words: Vec<RawPhrase>,
     metastasis_words: Vec<RawPhrase>,
+    #[serde(default)]
+    site_lesion_words: Vec<RawPhrase>,
     staging: RawStaging,
     metastatic: RawMetastatic,
     surgery: RawSurgery,
@@ -592,6 +598,7 @@ impl Lexicon {
             organ_reach: raw.organ_reach,
             family_words: words(raw.family_words),
             metastasis_words: words(raw.metastasis_words),
+            site_lesion_words: words(raw.site_lesion_words),
             staging: StagingWords {
                 words: words(raw.staging.words),
                 fillers: words(raw.staging.fillers),
