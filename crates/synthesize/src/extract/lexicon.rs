@@ -179,6 +179,9 @@ fn labelled(map: BTreeMap<String, Vec<RawPhrase>>) -> PhraseSet<String> {
 pub struct MarkerName {
     pub name: String,
     pub fixed: Option<&'static str>,
+    /// A name that is also another word (`PR`, a partial response): its
+    /// status must be written right after it or shared with a marker list.
+    pub ambiguous: bool,
 }
 
 /// Receptor shorthand: one phrase, several markers, one value.
@@ -480,6 +483,8 @@ struct RawMarker {
     #[serde(default)]
     exact: Vec<ExactPhrase>,
     #[serde(default)]
+    ambiguous: Vec<ExactPhrase>,
+    #[serde(default)]
     positive: Vec<RawPhrase>,
     #[serde(default)]
     negative: Vec<RawPhrase>,
@@ -687,12 +692,22 @@ fn markers(raw: &RawBiomarkers) -> std::result::Result<MarkerWords, String> {
         let plain = MarkerName {
             name: name.clone(),
             fixed: None,
+            ambiguous: false,
         };
         for phrase in &marker.names {
             markers.insert(phrase.0.clone(), plain.clone());
         }
         for phrase in &marker.exact {
             markers.insert(phrase.0.clone(), plain.clone());
+        }
+        for phrase in &marker.ambiguous {
+            markers.insert(
+                phrase.0.clone(),
+                MarkerName {
+                    ambiguous: true,
+                    ..plain.clone()
+                },
+            );
         }
         for (value, phrases) in [("positive", &marker.positive), ("negative", &marker.negative)] {
             for phrase in phrases {
@@ -701,6 +716,7 @@ fn markers(raw: &RawBiomarkers) -> std::result::Result<MarkerWords, String> {
                     MarkerName {
                         name: name.clone(),
                         fixed: Some(value),
+                        ambiguous: false,
                     },
                 );
             }

@@ -10,6 +10,7 @@ use super::text::Tokens;
 struct Mention<'l> {
     name: &'l str,
     fixed: Option<&'static str>,
+    ambiguous: bool,
     first: usize,
     /// One past the last token.
     end: usize,
@@ -29,6 +30,7 @@ fn marker_at<'l>(lexicon: &'l Lexicon, tokens: &Tokens<'_>, index: usize) -> Opt
     Some(Mention {
         name: &marker.name,
         fixed: marker.fixed,
+        ambiguous: marker.ambiguous,
         first: index,
         end: index + length,
     })
@@ -180,10 +182,30 @@ pub fn extract(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
         let last_end = mentions[group_end - 1].end;
         let name = mentions[position].name;
         let next_marker = mentions.get(group_end).map_or(end, |next| next.first);
+        // A lone name that is also another word (`→ PR →`, `CT: PR
+        // primary`) takes only a status right after it.
+        // Right after another marker's status (`ER 90, PR 0`) it is a
+        // marker panel.
+        let in_panel = position > 0 && mentions[position - 1].end + 4 >= mentions[position].first;
+        let lone_ambiguous =
+            group_end == position + 1 && pending.is_empty() && mentions[position].ambiguous && !in_panel;
+        let next_marker = if lone_ambiguous {
+            next_marker.min(last_end + 3)
+        } else {
+            next_marker
+        };
         let status = attached(lexicon, tokens, last_end, end, name)
             .or_else(|| negated_before(lexicon, tokens, first, start, last_end, next_marker))
             .or_else(|| status_for_before(lexicon, tokens, first, start, name))
-            .or_else(|| forward(lexicon, tokens, last_end, next_marker, end, name));
+            .or_else(|| forward(lexicon, tokens, last_end, next_marker, end, name))
+            // A bare number after it is a date or a size, not a percentage
+            // or an Allred score (`PR 6/8`).
+            .filter(|status| {
+                !lone_ambiguous
+                    || status.detail.is_none()
+                    || tokens.lower(status.end - 1) == "%"
+                    || (tokens.lower(status.end) == "/" && tokens.lower(status.end + 1) == "8")
+            });
         match status {
             Some(status) => {
                 let span_first = status.first.min(first);
@@ -689,6 +711,35 @@ mod tests {
                 name.name
             );
         }
+    }
+
+    #[test]
+    fn pr_alone_is_the_receptor_only_with_its_status_beside_it() {
+        assert!(
+            statuses("1L FOLFOX + nivo 07/2023 → PR → PD 03/2024 (ascites, new nodules), HER2 neg")
+                .iter()
+                .all(|(name, _)| name != "PR")
+        );
+        assert!(
+            statuses("1st restaging CT: PR primary (5.1→3.2 cm), bone lesions positive on scan")
+                .iter()
+                .all(|(name, _)| name != "PR")
+        );
+        assert_eq!(statuses("PR: negative"), pairs(&[("PR", "negative")]));
+        assert_eq!(statuses("PR 20%"), pairs(&[("PR", "positive")]));
+        assert_eq!(
+            statuses("ER 8/8, PR 6/8"),
+            pairs(&[("ER", "positive"), ("PR", "positive")])
+        );
+        assert_eq!(
+            statuses("ER 90, PR 0, HER2 1+"),
+            pairs(&[("ER", "positive"), ("PR", "negative"), ("HER2", "negative")])
+        );
+        assert_eq!(
+            statuses("ER and PR positive, HER2 negative"),
+            pairs(&[("ER", "positive"), ("PR", "positive"), ("HER2", "negative")])
+        );
+        assert_eq!(statuses("PgR weakly positive (5%)"), pairs(&[("PR", "positive")]));
     }
 
     #[test]
