@@ -2,7 +2,9 @@
 //! groups a T, N and M category can have, per cancer type.
 //!
 //! A table row covers categories by their number (T1–T4, N0–N3, M0/M1) and
-//! lists every group its letter subdivisions reach. The cohort generator
+//! lists every group its letter subdivisions reach; where a T sub-category
+//! moves a row to another main group (lung T2a/T2b, T4a/T4b), the row names
+//! it (`T2a N0 M0`). The cohort generator
 //! draws T and N from the rows of a stage group; the chart coherence check
 //! of `cfeval-perturb` flags a stated group its TNM cannot have.
 
@@ -49,6 +51,8 @@ impl Basis {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     pub t: u8,
+    /// The T sub-category the row is limited to (`a` in `T2a`), if any.
+    pub t_sub: Option<char>,
     pub n: u8,
     pub m: u8,
     pub groups: Vec<String>,
@@ -176,9 +180,16 @@ impl CancerTable {
     /// Every group `t`, `n` and `m` can have under `basis` (empty: the
     /// combination is in no row).
     pub fn groups(&self, basis: Basis, t: u8, n: u8, m: u8) -> Vec<&str> {
+        self.groups_of(basis, t, None, n, m)
+    }
+
+    /// Every group `t` with sub-category `t_sub` (`a` of `T2a`; `None`:
+    /// any), `n` and `m` can have under `basis`.
+    pub fn groups_of(&self, basis: Basis, t: u8, t_sub: Option<char>, n: u8, m: u8) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for row in self.rows(basis) {
-            if (row.t, row.n, row.m) == (t, n, m) {
+            let sub_fits = t_sub.is_none() || row.t_sub.is_none() || row.t_sub == t_sub;
+            if (row.t, row.n, row.m) == (t, n, m) && sub_fits {
                 for group in &row.groups {
                     if !out.contains(&group.as_str()) {
                         out.push(group);
@@ -231,6 +242,14 @@ fn expand(rows: &BTreeMap<String, Vec<String>>) -> std::result::Result<Vec<Row>,
         let [t, n, m] = parts[..] else {
             return Err(format!("row `{key}` is not `T<range> N<range> M<0|1>`"));
         };
+        // `T2a`: one number and its sub-category.
+        let t_sub = t
+            .strip_suffix(|letter: char| matches!(letter, 'a'..='d'))
+            .map(|number| (number, t.chars().last()));
+        let (t, t_sub) = match t_sub {
+            Some((number, sub)) if !number.contains('-') => (number, sub),
+            _ => (t, None),
+        };
         let t = range(t, 'T', key)?;
         let n = range(n, 'N', key)?;
         let m = range(m, 'M', key)?;
@@ -244,6 +263,7 @@ fn expand(rows: &BTreeMap<String, Vec<String>>) -> std::result::Result<Vec<Row>,
                 for m in m.0..=m.1 {
                     out.push(Row {
                         t,
+                        t_sub,
                         n,
                         m,
                         groups: groups.clone(),
@@ -339,6 +359,16 @@ mod tests {
         assert_eq!(esophageal.groups(Basis::PostTherapy, 1, 1, 0), ["IIIA"]);
         assert_eq!(esophageal.groups(Basis::Pathologic, 1, 1, 0), ["IIB"]);
         assert_eq!(nsclc.groups(Basis::PostTherapy, 1, 0, 0), ["IA"]);
+        // T sub-categories: T2a N0 is IB, T2b N0 IIA, T2 N0 either.
+        assert_eq!(nsclc.groups_of(Basis::Either, 2, Some('a'), 0, 0), ["IB"]);
+        assert_eq!(nsclc.groups_of(Basis::Either, 2, Some('b'), 0, 0), ["IIA"]);
+        assert_eq!(
+            nsclc.groups_of(Basis::Either, 2, Some('c'), 0, 0),
+            Vec::<&str>::new()
+        );
+        assert_eq!(nsclc.groups_of(Basis::Either, 1, Some('b'), 0, 0), ["IA"]);
+        let bladder = staging.table("bladder").unwrap();
+        assert_eq!(bladder.groups_of(Basis::Either, 4, Some('b'), 0, 0), ["IVA"]);
     }
 
     #[test]

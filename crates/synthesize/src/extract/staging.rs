@@ -41,6 +41,8 @@ struct Tnm {
     basis: Basis,
     /// Staged after neoadjuvant therapy (`ypT1 ypN0`).
     post_therapy: bool,
+    /// The T sub-category (`a` of `T2a`).
+    t_sub: Option<char>,
     t: Option<u8>,
     n: Option<u8>,
     /// `N+`: some node category above N0.
@@ -222,6 +224,11 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
             continue;
         };
         let basis = Basis::from_prefix(prefix);
+        // `T2a`: the letter right after the number.
+        let t_sub = raw[prefix.len()..length]
+            .chars()
+            .nth(2)
+            .filter(|letter| matches!(letter, 'a'..='d'));
         let rest = &raw[length..];
         let (n, n_positive, m, last) = if rest.is_empty() {
             // The parts apart: `cT2b N2 M0`, `pT2 (2.6 cm) pN3a (11/18) M0`.
@@ -273,6 +280,7 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
         notes.tnms.push(Tnm {
             basis,
             post_therapy: prefix.starts_with('y'),
+            t_sub,
             // ypT0: no tumour left after neoadjuvant therapy.
             t: t.filter(|t| *t >= 1 || basis == Basis::PostTherapy),
             n,
@@ -412,14 +420,14 @@ fn table_group(staging: &Staging, cancer: &str, tnm: &Tnm, m: u8) -> Option<(Str
     let t = tnm.t?;
     let groups = if tnm.n_positive {
         let mut groups: Vec<&str> = Vec::new();
-        for group in (1..=3).flat_map(|n| table.groups(tnm.basis, t, n, m)) {
+        for group in (1..=3).flat_map(|n| table.groups_of(tnm.basis, t, tnm.t_sub, n, m)) {
             if !groups.contains(&group) {
                 groups.push(group);
             }
         }
         groups
     } else {
-        table.groups(tnm.basis, t, tnm.n?, m)
+        table.groups_of(tnm.basis, t, tnm.t_sub, tnm.n?, m)
     };
     let main = split_group(groups.first()?).0;
     if groups.iter().any(|group| split_group(group).0 != main) {
@@ -690,8 +698,25 @@ mod tests {
             value(&stage("staged ypT2N1aM0", Some("breast")), "group").as_deref(),
             Some("II")
         );
-        // A combination whose sub-stages span two groups gives none.
+        // A combination whose sub-stages span two groups gives none; its
+        // sub-category settles it.
         assert_eq!(value(&stage("cT2 N0 M0", Some("nsclc")), "group"), None);
+        assert_eq!(
+            value(&stage("cT2a N0 M0", Some("nsclc")), "group").as_deref(),
+            Some("I")
+        );
+        assert_eq!(
+            value(&stage("pT2b pN0", Some("nsclc")), "group").as_deref(),
+            Some("II")
+        );
+        assert_eq!(
+            value(
+                &stage("Impression: T4b N1 M0 (airway invasion)", Some("esophageal")),
+                "group"
+            )
+            .as_deref(),
+            Some("IV")
+        );
         // No table: no group, but M0 still says not metastatic.
         let facts = stage("cT2 N1 M0", Some("glioma"));
         assert_eq!(
