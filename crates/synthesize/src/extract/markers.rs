@@ -339,10 +339,12 @@ fn negated_before(
                 end,
             });
         }
-        if !lexicon.markers.negation_fillers.starts(tokens, index) {
+        // `no ALK or ROS1 fusion`: the negation reaches past an `or` list.
+        let listed = matches!(word, "or" | "nor" | "/") || lexicon.markers.markers.starts(tokens, index);
+        if !lexicon.markers.negation_fillers.starts(tokens, index) && !listed {
             return None;
         }
-        skipped += 1;
+        skipped += usize::from(!listed);
     }
     None
 }
@@ -660,6 +662,19 @@ mod tests {
             pairs(&[("KRAS", "positive")])
         );
         assert_eq!(statuses("BRAF wildtype"), pairs(&[("BRAF", "negative")]));
+        assert_eq!(
+            statuses("NGS – no EGFR mutation, no ALK or ROS1 fusion; KRAS G12C detected"),
+            pairs(&[
+                ("EGFR", "negative"),
+                ("ALK", "negative"),
+                ("ROS1", "negative"),
+                ("KRAS", "positive")
+            ])
+        );
+        assert_eq!(
+            statuses("no EGFR mutation, ALK rearranged"),
+            pairs(&[("EGFR", "negative"), ("ALK", "positive")])
+        );
         assert_eq!(statuses("EML4-ALK fusion"), pairs(&[("ALK", "positive")]));
         assert_eq!(statuses("ROS1 testing failed"), pairs(&[("ROS1", "unknown")]));
     }

@@ -319,6 +319,11 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
         set.find(tokens, index.saturating_sub(3).max(start), (index + 8).min(end))
             .is_some()
     };
+    // A clause labelled with a regional site (`Axillary FNA: … metastatic
+    // carcinoma`) speaks of regional spread.
+    let label_regional = (start..(start + 8).min(end))
+        .find(|&index| tokens.lower(index) == ":")
+        .is_some_and(|colon| words.regional.find(tokens, start, colon).is_some());
     let mut index = start;
     while index < end {
         if let Some(length) = words.negative_phrases.len_at(tokens, index) {
@@ -397,7 +402,7 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
                 }
             }
             None => {
-                let regional = near(&words.regional, index)
+                let regional = (label_regional || near(&words.regional, index))
                     && !near(&words.distant, index)
                     && !near(&words.sites, index);
                 if !regional && !uncertain(index) {
@@ -834,6 +839,18 @@ mod tests {
             value(&stage("CT: RUL lung nodules", Some("nsclc")), "metastatic"),
             None
         );
+    }
+
+    #[test]
+    fn a_clause_labelled_with_a_regional_site_is_regional() {
+        let facts = stage(
+            "- Axillary FNA: malignant cells, consistent with metastatic carcinoma\nClinical stage cT2 N1 M0, anatomic stage IIB.",
+            Some("breast"),
+        );
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("II"));
+        let facts = stage("Liver biopsy: metastatic carcinoma", Some("breast"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
     }
 
     #[test]
