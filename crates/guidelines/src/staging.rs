@@ -2,7 +2,9 @@
 //! groups a T, N and M category can have, per cancer type.
 //!
 //! A table row covers categories by their number (T1–T4, N0–N3, M0/M1) and
-//! lists every group its letter subdivisions reach. The cohort generator
+//! lists every group its letter subdivisions reach; where a T sub-category
+//! moves a row to another main group (lung T2a/T2b, T4a/T4b), the row names
+//! it (`T2a N0 M0`). The cohort generator
 //! draws T and N from the rows of a stage group; the chart coherence check
 //! of `cfeval-perturb` flags a stated group its TNM cannot have.
 
@@ -18,19 +20,24 @@ pub const BUILTIN_AJCC8_YAML: &str = include_str!("../../../data/staging/ajcc8.y
 
 const BUILTIN_ORIGIN: &str = "data/staging/ajcc8.yaml (built in)";
 
-/// Which staging a TNM states: `c` clinical, `p`/`yp` pathologic, no
-/// prefix either.
+/// Which staging a TNM states: `c` clinical, `p` pathologic, `yp`/`yc`
+/// after neoadjuvant therapy, no prefix either.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Basis {
     Clinical,
     Pathologic,
+    /// After neoadjuvant therapy: the table's `post_therapy` rows where it
+    /// has them, else its pathologic rows.
+    PostTherapy,
     Either,
 }
 
 impl Basis {
     /// The basis a TNM prefix (`c`, `p`, `yp`, `yc`, empty) states.
     pub fn from_prefix(prefix: &str) -> Self {
-        if prefix.contains('p') {
+        if prefix.starts_with('y') {
+            Basis::PostTherapy
+        } else if prefix.contains('p') {
             Basis::Pathologic
         } else if prefix.contains('c') {
             Basis::Clinical
@@ -44,6 +51,8 @@ impl Basis {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     pub t: u8,
+    /// The T sub-category the row is limited to (`a` in `T2a`), if any.
+    pub t_sub: Option<char>,
     pub n: u8,
     pub m: u8,
     pub groups: Vec<String>,
@@ -54,6 +63,7 @@ pub struct Row {
 pub struct CancerTable {
     clinical: Vec<Row>,
     pathologic: Vec<Row>,
+    post_therapy: Vec<Row>,
 }
 
 /// Every cancer type's table, with the edition they follow.
@@ -79,6 +89,10 @@ struct RawCancer {
     clinical: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pathologic: BTreeMap<String, Vec<String>>,
+    /// Staging after neoadjuvant therapy (ypTNM), where the edition gives
+    /// it its own table.
+    #[serde(default)]
+    post_therapy: BTreeMap<String, Vec<String>>,
 }
 
 impl Staging {
@@ -119,7 +133,15 @@ impl Staging {
                     "needs `rows`, or both `clinical` and `pathologic`".to_string(),
                 ));
             }
-            cancers.insert(name, CancerTable { clinical, pathologic });
+            let post_therapy = expand(&raw_cancer.post_therapy).map_err(invalid)?;
+            cancers.insert(
+                name,
+                CancerTable {
+                    clinical,
+                    pathologic,
+                    post_therapy,
+                },
+            );
         }
         Ok(Staging {
             edition: raw.edition,
@@ -141,23 +163,33 @@ impl Staging {
 impl CancerTable {
     /// The rows of `basis` (`Either`: clinical and pathologic).
     pub fn rows(&self, basis: Basis) -> impl Iterator<Item = &Row> {
-        let (clinical, pathologic) = match basis {
-            Basis::Clinical => (true, false),
-            Basis::Pathologic => (false, true),
-            Basis::Either => (true, true),
+        let own_post_therapy = basis == Basis::PostTherapy && !self.post_therapy.is_empty();
+        let (clinical, pathologic, post_therapy) = match basis {
+            Basis::Clinical => (true, false, false),
+            Basis::Pathologic => (false, true, false),
+            Basis::PostTherapy => (false, !own_post_therapy, own_post_therapy),
+            Basis::Either => (true, true, false),
         };
         self.clinical
             .iter()
             .filter(move |_| clinical)
             .chain(self.pathologic.iter().filter(move |_| pathologic))
+            .chain(self.post_therapy.iter().filter(move |_| post_therapy))
     }
 
     /// Every group `t`, `n` and `m` can have under `basis` (empty: the
     /// combination is in no row).
     pub fn groups(&self, basis: Basis, t: u8, n: u8, m: u8) -> Vec<&str> {
+        self.groups_of(basis, t, None, n, m)
+    }
+
+    /// Every group `t` with sub-category `t_sub` (`a` of `T2a`; `None`:
+    /// any), `n` and `m` can have under `basis`.
+    pub fn groups_of(&self, basis: Basis, t: u8, t_sub: Option<char>, n: u8, m: u8) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for row in self.rows(basis) {
-            if (row.t, row.n, row.m) == (t, n, m) {
+            let sub_fits = t_sub.is_none() || row.t_sub.is_none() || row.t_sub == t_sub;
+            if (row.t, row.n, row.m) == (t, n, m) && sub_fits {
                 for group in &row.groups {
                     if !out.contains(&group.as_str()) {
                         out.push(group);
@@ -210,6 +242,14 @@ fn expand(rows: &BTreeMap<String, Vec<String>>) -> std::result::Result<Vec<Row>,
         let [t, n, m] = parts[..] else {
             return Err(format!("row `{key}` is not `T<range> N<range> M<0|1>`"));
         };
+        // `T2a`: one number and its sub-category.
+        let t_sub = t
+            .strip_suffix(|letter: char| matches!(letter, 'a'..='d'))
+            .map(|number| (number, t.chars().last()));
+        let (t, t_sub) = match t_sub {
+            Some((number, sub)) if !number.contains('-') => (number, sub),
+            _ => (t, None),
+        };
         let t = range(t, 'T', key)?;
         let n = range(n, 'N', key)?;
         let m = range(m, 'M', key)?;
@@ -223,6 +263,7 @@ fn expand(rows: &BTreeMap<String, Vec<String>>) -> std::result::Result<Vec<Row>,
                 for m in m.0..=m.1 {
                     out.push(Row {
                         t,
+                        t_sub,
                         n,
                         m,
                         groups: groups.clone(),
@@ -256,10 +297,22 @@ mod tests {
         for cancer in [
             "breast",
             "nsclc",
+            "sclc",
             "colorectal",
             "pancreatic",
             "gastric",
+            "esophageal",
             "melanoma",
+            "head_and_neck",
+            "head_and_neck_hpv",
+            "prostate",
+            "bladder",
+            "renal",
+            "cervical",
+            "endometrial",
+            "ovarian",
+            "hepatocellular",
+            "cholangiocarcinoma",
         ] {
             let table = staging.table(cancer).unwrap();
             // Every M1 combination is stage IV, in every table.
@@ -298,7 +351,24 @@ mod tests {
         assert!(!staging.table("colorectal").unwrap().node_negative_can_be("III"));
         assert_eq!(split_group("IIIA"), ("III", "A"));
         assert_eq!(split_group("IV"), ("IV", ""));
-        assert_eq!(Basis::from_prefix("yp"), Basis::Pathologic);
+        assert_eq!(Basis::from_prefix("yp"), Basis::PostTherapy);
+        assert_eq!(Basis::from_prefix("p"), Basis::Pathologic);
+        // ypTNM: the table's own post-therapy rows, else its pathologic ones.
+        let esophageal = staging.table("esophageal").unwrap();
+        assert_eq!(esophageal.groups(Basis::PostTherapy, 0, 0, 0), ["I"]);
+        assert_eq!(esophageal.groups(Basis::PostTherapy, 1, 1, 0), ["IIIA"]);
+        assert_eq!(esophageal.groups(Basis::Pathologic, 1, 1, 0), ["IIB"]);
+        assert_eq!(nsclc.groups(Basis::PostTherapy, 1, 0, 0), ["IA"]);
+        // T sub-categories: T2a N0 is IB, T2b N0 IIA, T2 N0 either.
+        assert_eq!(nsclc.groups_of(Basis::Either, 2, Some('a'), 0, 0), ["IB"]);
+        assert_eq!(nsclc.groups_of(Basis::Either, 2, Some('b'), 0, 0), ["IIA"]);
+        assert_eq!(
+            nsclc.groups_of(Basis::Either, 2, Some('c'), 0, 0),
+            Vec::<&str>::new()
+        );
+        assert_eq!(nsclc.groups_of(Basis::Either, 1, Some('b'), 0, 0), ["IA"]);
+        let bladder = staging.table("bladder").unwrap();
+        assert_eq!(bladder.groups_of(Basis::Either, 4, Some('b'), 0, 0), ["IVA"]);
     }
 
     #[test]

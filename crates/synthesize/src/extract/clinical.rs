@@ -100,7 +100,10 @@ pub fn organ_cancer_type(
                 index += length;
             } else if let Some((length, value)) = lexicon.organs.at(tokens, index) {
                 let last = index + length - 1;
-                if !deposit(index, clause) && !deposit(last, clause) {
+                let site_lesion = lexicon.metastatic.sites.starts(tokens, index)
+                    && (lexicon.site_lesion_words.starts(tokens, last + 1)
+                        || (index > clause.0 && lexicon.site_lesion_words.starts(tokens, index - 1)));
+                if !deposit(index, clause) && !deposit(last, clause) && !site_lesion {
                     organs.push((index, last, value));
                 }
                 index += length;
@@ -141,6 +144,8 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
     let mut unresected: Option<(usize, usize)> = None;
     let mut generic: Option<usize> = None;
     let mut resected_word: Option<usize> = None;
+    let mut not_done_phrase: Option<(usize, usize)> = None;
+    let mut alone: Option<(usize, usize)> = None;
     let mut index = start;
     while index < end {
         if let Some(length) = words.unfit_cues.len_at(tokens, index) {
@@ -163,11 +168,21 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
             index += length;
             continue;
         }
+        if let Some(length) = words.not_done_phrases.len_at(tokens, index) {
+            not_done_phrase.get_or_insert((index, index + length));
+            index += length;
+            continue;
+        }
         if words.words.starts(tokens, index) {
             generic.get_or_insert(index);
         }
         if words.resected_words.starts(tokens, index) {
             resected_word.get_or_insert(index);
+        }
+        if let Some(length) = words.resected_alone.len_at(tokens, index) {
+            alone.get_or_insert((index, index + length));
+            index += length;
+            continue;
         }
         index += 1;
     }
@@ -206,9 +221,33 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
     }
     let target = procedure.map(|(first, _)| first).or(generic);
     let Some(target) = target else {
-        if let Some(word) = resected_word {
+        if let Some((first, after)) = resected_word.map(|word| (word, word + 1)).or(alone) {
             push(
-                out, tokens, "surgery", "surgery", "resected", "affirmed", "certain", None, word, word,
+                out,
+                tokens,
+                "surgery",
+                "surgery",
+                "resected",
+                "affirmed",
+                "certain",
+                None,
+                first,
+                after - 1,
+            );
+            return true;
+        }
+        if let Some((first, after)) = not_done_phrase {
+            push(
+                out,
+                tokens,
+                "surgery",
+                "surgery",
+                "not_done",
+                "affirmed",
+                "uncertain",
+                None,
+                first,
+                after - 1,
             );
             return true;
         }
@@ -263,12 +302,35 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
         );
         return true;
     }
-    if procedure.is_none() && resected_word.is_none() {
+    // A surgery named only by a noun (`surgery after completion of AC`) is
+    // read when a plan goes with it.
+    let planned_noun = matches!(
+        tokens.lower(target),
+        "surgery" | "operation" | "resection" | "excision"
+    ) && words.planned_cues.find(tokens, start, end).is_some();
+    if procedure.is_none() && resected_word.is_none() && !planned_noun {
         return false;
     }
     let done = resected_before(&words.done_before, tokens, target, start);
+    let done_after = procedure.and_then(|(_, after)| done_after(words, tokens, after, end));
+    // `then TME`: the next step of a plan, unless told in the past.
+    let then = words
+        .planned_before
+        .find(tokens, target.saturating_sub(3).max(start), target)
+        .filter(|&cue| {
+            let after = cue + words.planned_before.len_at(tokens, cue).unwrap_or(1);
+            words.past_words.find(tokens, after, target).is_none()
+        });
+    // A date or margin right after the procedure says it was done, unless
+    // the plan is named before it (`Plan left mastectomy 06/2024`).
+    let planned = words
+        .planned_cues
+        .find(tokens, start, end)
+        .filter(|&cue| done_after.is_none() || cue < target)
+        .or(then)
+        .or(not_done_phrase.map(|(first, _)| first));
     if done.is_none()
-        && let Some(planned) = words.planned_cues.find(tokens, start, end)
+        && let Some(planned) = planned
     {
         let (first, last) = (planned.min(target), planned.max(target_last));
         push(
@@ -287,6 +349,7 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
     }
     let first = done.unwrap_or(target);
     let last = resected_word.map_or(target_last, |word| word.max(target_last));
+    let last = done_after.map_or(last, |after| after.max(last));
     push(
         out,
         tokens,
@@ -320,6 +383,51 @@ pub fn current_surgery(lexicon: &Lexicon, statements: Vec<Found>) -> Option<Foun
         .or_else(|| statements.iter().find(definitive))
         .or_else(|| statements.first())
         .cloned()
+}
+
+/// A date, a year, a pathologic TNM or a margin status right after a
+/// procedure (`lap R hemi 04/2024: pT4a`, `IDS 11/2023 (R0)`, `lobectomy
+/// in 2021`): the token that says it was done.
+fn done_after(
+    words: &super::lexicon::SurgeryWords,
+    tokens: &Tokens<'_>,
+    after: usize,
+    end: usize,
+) -> Option<usize> {
+    let mut index = after;
+    while index < end && index < after + 5 {
+        let raw = tokens.raw(index);
+        let lower = tokens.lower(index);
+        let year = raw.len() == 4
+            && (raw.starts_with("19") || raw.starts_with("20"))
+            && raw.bytes().all(|b| b.is_ascii_digit());
+        let date = raw.bytes().all(|b| b.is_ascii_digit())
+            && !raw.is_empty()
+            && raw.len() <= 2
+            && matches!(tokens.lower(index + 1), "/" | ".")
+            && tokens.lower(index + 2).bytes().all(|b| b.is_ascii_digit())
+            && !tokens.lower(index + 2).is_empty();
+        let pathologic = (lower.starts_with("pt") || lower.starts_with("ypt"))
+            && lower
+                .trim_start_matches('y')
+                .as_bytes()
+                .get(2)
+                .is_some_and(|b| b.is_ascii_digit() || *b == b'x' || *b == b'i');
+        if year || date || pathologic || words.done_after.starts(tokens, index) {
+            return Some(index);
+        }
+        if let Some(length) = words
+            .done_links
+            .len_at(tokens, index)
+            .or_else(|| words.procedures.len_at(tokens, index))
+            .or_else(|| words.diagnostic.len_at(tokens, index))
+        {
+            index += length;
+            continue;
+        }
+        return None;
+    }
+    None
 }
 
 /// `s/p`, `status post`, `underwent` right before the procedure.
@@ -476,6 +584,39 @@ mod tests {
         assert!(run("Mother had breast cancer at 50", cancer_type).is_empty());
     }
 
+    #[test]
+    fn more_names_of_the_vocabulary_cancers_and_none_for_others() {
+        for (text, value) in [
+            (
+                "upper tract urothelial carcinoma (UTUC) of the left ureter",
+                "bladder",
+            ),
+            ("metastatic papillary RCC", "renal"),
+            ("hepatoma in a cirrhotic liver", "hepatocellular"),
+            ("carcinoma of the pancreas head with SMV abutment", "pancreatic"),
+            ("perihilar cholangiocarcinoma (Klatskin)", "cholangiocarcinoma"),
+            ("iCCA, FGFR2 fusion", "cholangiocarcinoma"),
+            ("GBM, IDH-wildtype", "glioma"),
+            ("cervical squamous cell carcinoma, FIGO IB2", "cervical"),
+            ("OPSCC, p16-positive", "head_and_neck"),
+        ] {
+            assert_eq!(
+                run(text, cancer_type).first().map(|fact| fact.1.as_str()),
+                Some(value),
+                "{text}"
+            );
+        }
+        // Cancers outside the vocabulary are none of its types.
+        for text in [
+            "papillary thyroid carcinoma",
+            "Merkel cell carcinoma of the cheek",
+            "gallbladder adenocarcinoma",
+            "mesothelioma of the pleura",
+        ] {
+            assert!(run(text, cancer_type).is_empty(), "{text}");
+        }
+    }
+
     /// The organ rule over each clause, then over the whole note.
     fn organ(text: &str) -> Vec<(String, String, String)> {
         let lexicon = Lexicon::builtin().unwrap();
@@ -489,6 +630,24 @@ mod tests {
         out.into_iter()
             .map(|fact| (fact.name, fact.value, text[fact.start..fact.end].to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_lesion_names_a_primary_except_in_an_organ_metastases_go_to() {
+        assert_eq!(
+            organ("incidental gastric lesion at OGD. ESD: tubular adenocarcinoma, R0")
+                .first()
+                .map(|fact| fact.1.as_str()),
+            Some("gastric")
+        );
+        assert!(organ("two liver lesions, biopsy: adenocarcinoma").is_empty());
+        // Hilar nodes are the lung's, not a bile duct's.
+        assert_eq!(
+            organ("right upper lobectomy; adenocarcinoma with 1/4 hilar nodes")
+                .first()
+                .map(|fact| fact.1.as_str()),
+            Some("nsclc")
+        );
     }
 
     #[test]
@@ -553,6 +712,40 @@ mod tests {
             run("Recommendation: lumpectomy and SLNB", surgery)[0].1,
             "not_done"
         );
+    }
+
+    #[test]
+    fn more_forms_of_done_planned_and_not_done_surgery() {
+        for (text, status) in [
+            ("58M s/p lap R hemi 04/2024: pT4a pN2b (9/31), R0.", "resected"),
+            ("NACT x3 → IDS 11/2023 (R0) → carbo/pacli x3", "resected"),
+            ("choroidal melanoma 2019 → enucleation (pT3a)", "resected"),
+            ("CEA post-op 2.1", "resected"),
+            ("neoadjuvant FOLFOX, restaging MRI, then TME", "not_done"),
+            ("surgery after completion of the AC phase", "not_done"),
+            ("Decision: active surveillance (PSA q6m)", "not_done"),
+            (
+                "Consensus: borderline resectable (venous) pancreatic adenocarcinoma",
+                "not_done",
+            ),
+            ("he did not accept the surgery", "not_done"),
+            ("Patient is not agree for total laryngectomy", "not_done"),
+            ("peritoneal disease, not for gastrectomy", "unresected"),
+            (
+                "Not a candidate for CN given poor risk; not for nephrectomy",
+                "unresected",
+            ),
+            // History told in sequence, and a dated plan.
+            ("wide local excision + RT, then adjuvant anastrozole", "resected"),
+            (
+                "and then was done wide excision and sentinel node biopsy",
+                "resected",
+            ),
+            ("Surgical note: Plan left mastectomy + ALND 06/2024", "not_done"),
+        ] {
+            let got = run(text, surgery);
+            assert_eq!(got.first().map(|fact| fact.1.as_str()), Some(status), "{text}");
+        }
     }
 
     #[test]

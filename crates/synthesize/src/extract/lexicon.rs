@@ -139,6 +139,11 @@ impl<L: Clone> PhraseSet<L> {
             .find_map(|(phrase, label)| phrase.match_at(tokens, index).map(|length| (length, label)))
     }
 
+    /// Every label, once per phrase.
+    pub fn labels(&self) -> impl Iterator<Item = &L> {
+        self.by_first.values().flatten().map(|(_, label)| label)
+    }
+
     /// The tokens the longest phrase at `index` covers.
     pub fn len_at(&self, tokens: &Tokens<'_>, index: usize) -> Option<usize> {
         self.at(tokens, index).map(|(length, _)| length)
@@ -174,6 +179,9 @@ fn labelled(map: BTreeMap<String, Vec<RawPhrase>>) -> PhraseSet<String> {
 pub struct MarkerName {
     pub name: String,
     pub fixed: Option<&'static str>,
+    /// A name that is also another word (`PR`, a partial response): its
+    /// status must be written right after it or shared with a marker list.
+    pub ambiguous: bool,
 }
 
 /// Receptor shorthand: one phrase, several markers, one value.
@@ -192,6 +200,23 @@ pub struct StagingWords {
     pub metastatic_group: String,
     /// TNM prefixes, longest first.
     pub tnm_prefixes: Vec<String>,
+    /// Tables chosen by a marker: (cancer, marker, value, table).
+    pub marker_tables: Vec<MarkerTable>,
+    /// Phrases that put a non-metastatic cancer in one group when nothing
+    /// else gives one (`locally advanced` pancreatic cancer is III): the
+    /// phrases, and the group by cancer type.
+    pub locally_advanced: Words,
+    pub locally_advanced_groups: BTreeMap<String, String>,
+}
+
+/// A staging table chosen by a marker's value (p16-positive oropharynx).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkerTable {
+    pub cancer: String,
+    pub marker: String,
+    pub value: String,
+    pub table: String,
 }
 
 /// The word lists for metastatic status.
@@ -206,9 +231,13 @@ pub struct MetastaticWords {
     pub distant: Words,
     pub sites: Words,
     pub lesion_words: Words,
+    pub lesion_site_links: Words,
     pub phrases: Words,
     pub negative_phrases: Words,
     pub recurrence: Words,
+    /// Per cancer type, spread that is regional there, not distant
+    /// (peritoneal disease in ovarian cancer is FIGO III).
+    pub not_distant_for: HashMap<String, Words>,
 }
 
 /// The word lists for surgery.
@@ -223,6 +252,12 @@ pub struct SurgeryWords {
     pub planned_cues: Words,
     pub resected_words: Words,
     pub done_before: Words,
+    pub not_done_phrases: Words,
+    pub resected_alone: Words,
+    pub planned_before: Words,
+    pub past_words: Words,
+    pub done_links: Words,
+    pub done_after: Words,
     pub diagnostic: Words,
 }
 
@@ -273,6 +308,10 @@ pub struct Lexicon {
     pub organ_reach: usize,
     pub family_words: Words,
     pub metastasis_words: Words,
+    /// Beside an organ that is a common site of metastasis (the metastatic
+    /// `sites`), these make it a deposit (`liver lesions`); beside another
+    /// organ they may name the primary (`gastric lesion at OGD`).
+    pub site_lesion_words: Words,
     pub staging: StagingWords,
     pub metastatic: MetastaticWords,
     pub surgery: SurgeryWords,
@@ -296,6 +335,8 @@ struct RawLexicon {
     organ_reach: usize,
     family_words: Vec<RawPhrase>,
     metastasis_words: Vec<RawPhrase>,
+    #[serde(default)]
+    site_lesion_words: Vec<RawPhrase>,
     staging: RawStaging,
     metastatic: RawMetastatic,
     surgery: RawSurgery,
@@ -316,6 +357,12 @@ struct RawStaging {
     arrows: Vec<RawPhrase>,
     metastatic_group: String,
     tnm_prefixes: Vec<String>,
+    #[serde(default)]
+    marker_tables: Vec<MarkerTable>,
+    #[serde(default)]
+    locally_advanced: Vec<RawPhrase>,
+    #[serde(default)]
+    locally_advanced_groups: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -330,9 +377,13 @@ struct RawMetastatic {
     distant: Vec<RawPhrase>,
     sites: Vec<RawPhrase>,
     lesion_words: Vec<RawPhrase>,
+    #[serde(default)]
+    lesion_site_links: Vec<RawPhrase>,
     phrases: Vec<RawPhrase>,
     negative_phrases: Vec<RawPhrase>,
     recurrence: Vec<RawPhrase>,
+    #[serde(default)]
+    not_distant_for: BTreeMap<String, Vec<RawPhrase>>,
 }
 
 #[derive(Deserialize)]
@@ -347,6 +398,18 @@ struct RawSurgery {
     planned_cues: Vec<RawPhrase>,
     resected_words: Vec<RawPhrase>,
     done_before: Vec<RawPhrase>,
+    #[serde(default)]
+    not_done_phrases: Vec<RawPhrase>,
+    #[serde(default)]
+    resected_alone: Vec<RawPhrase>,
+    #[serde(default)]
+    planned_before: Vec<RawPhrase>,
+    #[serde(default)]
+    past_words: Vec<RawPhrase>,
+    #[serde(default)]
+    done_links: Vec<RawPhrase>,
+    #[serde(default)]
+    done_after: Vec<RawPhrase>,
     diagnostic: Vec<RawPhrase>,
 }
 
@@ -419,6 +482,8 @@ struct RawMarker {
     names: Vec<RawPhrase>,
     #[serde(default)]
     exact: Vec<ExactPhrase>,
+    #[serde(default)]
+    ambiguous: Vec<ExactPhrase>,
     #[serde(default)]
     positive: Vec<RawPhrase>,
     #[serde(default)]
@@ -538,12 +603,16 @@ impl Lexicon {
             organ_reach: raw.organ_reach,
             family_words: words(raw.family_words),
             metastasis_words: words(raw.metastasis_words),
+            site_lesion_words: words(raw.site_lesion_words),
             staging: StagingWords {
                 words: words(raw.staging.words),
                 fillers: words(raw.staging.fillers),
                 arrows: words(raw.staging.arrows),
                 metastatic_group: raw.staging.metastatic_group,
                 tnm_prefixes: prefixes,
+                marker_tables: raw.staging.marker_tables,
+                locally_advanced: words(raw.staging.locally_advanced),
+                locally_advanced_groups: raw.staging.locally_advanced_groups,
             },
             metastatic: MetastaticWords {
                 stems: raw.metastatic.stems,
@@ -555,9 +624,16 @@ impl Lexicon {
                 distant: words(raw.metastatic.distant),
                 sites: words(raw.metastatic.sites),
                 lesion_words: words(raw.metastatic.lesion_words),
+                lesion_site_links: words(raw.metastatic.lesion_site_links),
                 phrases: words(raw.metastatic.phrases),
                 negative_phrases: words(raw.metastatic.negative_phrases),
                 recurrence: words(raw.metastatic.recurrence),
+                not_distant_for: raw
+                    .metastatic
+                    .not_distant_for
+                    .into_iter()
+                    .map(|(cancer, phrases)| (cancer, words(phrases)))
+                    .collect(),
             },
             surgery: SurgeryWords {
                 procedures: words(raw.surgery.procedures),
@@ -569,6 +645,12 @@ impl Lexicon {
                 planned_cues: words(raw.surgery.planned_cues),
                 resected_words: words(raw.surgery.resected_words),
                 done_before: words(raw.surgery.done_before),
+                not_done_phrases: words(raw.surgery.not_done_phrases),
+                resected_alone: words(raw.surgery.resected_alone),
+                planned_before: words(raw.surgery.planned_before),
+                past_words: words(raw.surgery.past_words),
+                done_links: words(raw.surgery.done_links),
+                done_after: words(raw.surgery.done_after),
                 diagnostic: words(raw.surgery.diagnostic),
             },
             lines: LineWords {
@@ -610,12 +692,22 @@ fn markers(raw: &RawBiomarkers) -> std::result::Result<MarkerWords, String> {
         let plain = MarkerName {
             name: name.clone(),
             fixed: None,
+            ambiguous: false,
         };
         for phrase in &marker.names {
             markers.insert(phrase.0.clone(), plain.clone());
         }
         for phrase in &marker.exact {
             markers.insert(phrase.0.clone(), plain.clone());
+        }
+        for phrase in &marker.ambiguous {
+            markers.insert(
+                phrase.0.clone(),
+                MarkerName {
+                    ambiguous: true,
+                    ..plain.clone()
+                },
+            );
         }
         for (value, phrases) in [("positive", &marker.positive), ("negative", &marker.negative)] {
             for phrase in phrases {
@@ -624,6 +716,7 @@ fn markers(raw: &RawBiomarkers) -> std::result::Result<MarkerWords, String> {
                     MarkerName {
                         name: name.clone(),
                         fixed: Some(value),
+                        ambiguous: false,
                     },
                 );
             }

@@ -10,6 +10,7 @@ use super::text::Tokens;
 struct Mention<'l> {
     name: &'l str,
     fixed: Option<&'static str>,
+    ambiguous: bool,
     first: usize,
     /// One past the last token.
     end: usize,
@@ -29,6 +30,7 @@ fn marker_at<'l>(lexicon: &'l Lexicon, tokens: &Tokens<'_>, index: usize) -> Opt
     Some(Mention {
         name: &marker.name,
         fixed: marker.fixed,
+        ambiguous: marker.ambiguous,
         first: index,
         end: index + length,
     })
@@ -180,10 +182,30 @@ pub fn extract(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
         let last_end = mentions[group_end - 1].end;
         let name = mentions[position].name;
         let next_marker = mentions.get(group_end).map_or(end, |next| next.first);
+        // A lone name that is also another word (`→ PR →`, `CT: PR
+        // primary`) takes only a status right after it.
+        // Right after another marker's status (`ER 90, PR 0`) it is a
+        // marker panel.
+        let in_panel = position > 0 && mentions[position - 1].end + 4 >= mentions[position].first;
+        let lone_ambiguous =
+            group_end == position + 1 && pending.is_empty() && mentions[position].ambiguous && !in_panel;
+        let next_marker = if lone_ambiguous {
+            next_marker.min(last_end + 3)
+        } else {
+            next_marker
+        };
         let status = attached(lexicon, tokens, last_end, end, name)
             .or_else(|| negated_before(lexicon, tokens, first, start, last_end, next_marker))
             .or_else(|| status_for_before(lexicon, tokens, first, start, name))
-            .or_else(|| forward(lexicon, tokens, last_end, next_marker, end, name));
+            .or_else(|| forward(lexicon, tokens, last_end, next_marker, end, name))
+            // A bare number after it is a date or a size, not a percentage
+            // or an Allred score (`PR 6/8`).
+            .filter(|status| {
+                !lone_ambiguous
+                    || status.detail.is_none()
+                    || tokens.lower(status.end - 1) == "%"
+                    || (tokens.lower(status.end) == "/" && tokens.lower(status.end + 1) == "8")
+            });
         match status {
             Some(status) => {
                 let span_first = status.first.min(first);
@@ -317,10 +339,12 @@ fn negated_before(
                 end,
             });
         }
-        if !lexicon.markers.negation_fillers.starts(tokens, index) {
+        // `no ALK or ROS1 fusion`: the negation reaches past an `or` list.
+        let listed = matches!(word, "or" | "nor" | "/") || lexicon.markers.markers.starts(tokens, index);
+        if !lexicon.markers.negation_fillers.starts(tokens, index) && !listed {
             return None;
         }
-        skipped += 1;
+        skipped += usize::from(!listed);
     }
     None
 }
@@ -638,8 +662,99 @@ mod tests {
             pairs(&[("KRAS", "positive")])
         );
         assert_eq!(statuses("BRAF wildtype"), pairs(&[("BRAF", "negative")]));
+        assert_eq!(
+            statuses("NGS – no EGFR mutation, no ALK or ROS1 fusion; KRAS G12C detected"),
+            pairs(&[
+                ("EGFR", "negative"),
+                ("ALK", "negative"),
+                ("ROS1", "negative"),
+                ("KRAS", "positive")
+            ])
+        );
+        assert_eq!(
+            statuses("no EGFR mutation, ALK rearranged"),
+            pairs(&[("EGFR", "negative"), ("ALK", "positive")])
+        );
         assert_eq!(statuses("EML4-ALK fusion"), pairs(&[("ALK", "positive")]));
         assert_eq!(statuses("ROS1 testing failed"), pairs(&[("ROS1", "unknown")]));
+    }
+
+    #[test]
+    fn markers_of_head_and_neck_glioma_breast_gist_and_biliary_cancers() {
+        assert_eq!(
+            statuses("HPV-associated oropharyngeal SCC, p16 strongly positive"),
+            pairs(&[("HPV", "positive"), ("HPV", "positive")])
+        );
+        assert_eq!(statuses("p16-negative"), pairs(&[("HPV", "negative")]));
+        assert_eq!(
+            statuses("glioblastoma, IDH-wildtype, MGMT promoter unmethylated"),
+            pairs(&[("IDH", "negative"), ("MGMT", "negative")])
+        );
+        assert_eq!(
+            statuses("astrocytoma IDH1 R132H mutant; MGMT methylated (35%)"),
+            pairs(&[("IDH", "positive"), ("MGMT", "positive")])
+        );
+        assert_eq!(
+            statuses("ctDNA: PIK3CA H1047R detected, ESR1 not detected"),
+            pairs(&[("PIK3CA", "positive"), ("ESR1", "negative")])
+        );
+        assert_eq!(
+            statuses("GIST, CD117 positive, KIT exon 11 deletion; PDGFRA wild type"),
+            pairs(&[("KIT", "positive"), ("KIT", "positive"), ("PDGFRA", "negative")])
+        );
+        assert_eq!(
+            statuses("FGFR2 fusion on NGS; no FGFR3 alteration"),
+            pairs(&[("FGFR2", "positive"), ("FGFR3", "negative")])
+        );
+        assert_eq!(
+            statuses("FGFR3 testing: no alteration"),
+            pairs(&[("FGFR3", "negative")])
+        );
+        // `kit` in lower case is a word, not the gene.
+        assert!(statuses("sample kit positive control").is_empty());
+    }
+
+    #[test]
+    fn every_marker_of_the_lexicon_is_a_vocabulary_name() {
+        let vocabulary = cfeval_schema::vocab::Vocabulary::builtin();
+        let biomarker = vocabulary.kind("biomarker").expect("biomarker kind");
+        let lexicon = Lexicon::builtin().unwrap();
+        for name in lexicon.markers.markers.labels() {
+            assert!(
+                biomarker.allows_name(&name.name),
+                "{} is not in the vocabulary",
+                name.name
+            );
+        }
+    }
+
+    #[test]
+    fn pr_alone_is_the_receptor_only_with_its_status_beside_it() {
+        assert!(
+            statuses("1L FOLFOX + nivo 07/2023 → PR → PD 03/2024 (ascites, new nodules), HER2 neg")
+                .iter()
+                .all(|(name, _)| name != "PR")
+        );
+        assert!(
+            statuses("1st restaging CT: PR primary (5.1→3.2 cm), bone lesions positive on scan")
+                .iter()
+                .all(|(name, _)| name != "PR")
+        );
+        assert_eq!(statuses("PR: negative"), pairs(&[("PR", "negative")]));
+        assert_eq!(statuses("PR 20%"), pairs(&[("PR", "positive")]));
+        assert_eq!(
+            statuses("ER 8/8, PR 6/8"),
+            pairs(&[("ER", "positive"), ("PR", "positive")])
+        );
+        assert_eq!(
+            statuses("ER 90, PR 0, HER2 1+"),
+            pairs(&[("ER", "positive"), ("PR", "negative"), ("HER2", "negative")])
+        );
+        assert_eq!(
+            statuses("ER and PR positive, HER2 negative"),
+            pairs(&[("ER", "positive"), ("PR", "positive"), ("HER2", "negative")])
+        );
+        assert_eq!(statuses("PgR weakly positive (5%)"), pairs(&[("PR", "positive")]));
     }
 
     #[test]

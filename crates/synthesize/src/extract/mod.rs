@@ -111,7 +111,15 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
     }
     found.extend(clinical::current_surgery(lexicon, surgeries));
     lines::prior_lines(lexicon, &tokens, &clauses, &mut found);
-    staging::resolve(lexicon, &tokens, cancer.as_deref(), &stage_notes, &mut found);
+    let table = staging::table_for(lexicon, cancer.as_deref(), &found);
+    staging::resolve(
+        lexicon,
+        &tokens,
+        cancer.as_deref(),
+        table,
+        &stage_notes,
+        &mut found,
+    );
     let mut facts: Vec<Fact> = Vec::with_capacity(found.len());
     let mut seen_lines: Vec<String> = Vec::new();
     for item in found {

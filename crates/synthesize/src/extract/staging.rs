@@ -39,8 +39,14 @@ struct Group {
 #[derive(Debug, Clone)]
 struct Tnm {
     basis: Basis,
+    /// Staged after neoadjuvant therapy (`ypT1 ypN0`).
+    post_therapy: bool,
+    /// The T sub-category (`a` of `T2a`).
+    t_sub: Option<char>,
     t: Option<u8>,
     n: Option<u8>,
+    /// `N+`: some node category above N0.
+    n_positive: bool,
     m: Option<u8>,
     first: usize,
     last: usize,
@@ -188,6 +194,19 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
         let raw = tokens.raw(index);
         category(raw, letter, prefixes).filter(|(_, _, length)| *length == raw.len())
     };
+    // `N+` (`cT3 N+ M0`): the category letter, then a plus.
+    let node_positive = |index: usize| {
+        let raw = tokens.raw(index);
+        raw.ends_with('N')
+            && prefixes
+                .iter()
+                .map(String::as_str)
+                .chain([""])
+                .any(|prefix| raw.len() == prefix.len() + 1 && raw.starts_with(prefix))
+            && index + 1 < clause.1
+            && tokens.raw(index + 1) == "+"
+            && !tokens.tokens[index + 1].space_before
+    };
     let mut index = clause.0;
     while index < clause.1 {
         let raw = tokens.raw(index);
@@ -205,11 +224,18 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
             continue;
         };
         let basis = Basis::from_prefix(prefix);
+        // `T2a`: the letter right after the number.
+        let t_sub = raw[prefix.len()..length]
+            .chars()
+            .nth(2)
+            .filter(|letter| matches!(letter, 'a'..='d'));
         let rest = &raw[length..];
-        let (n, m, last) = if rest.is_empty() {
+        let (n, n_positive, m, last) = if rest.is_empty() {
             // The parts apart: `cT2b N2 M0`, `pT2 (2.6 cm) pN3a (11/18) M0`.
             let window = clause.1.min(index + 12);
-            let Some(n_index) = (index + 1..window).find(|&next| whole(next, b'N').is_some()) else {
+            let Some(n_index) =
+                (index + 1..window).find(|&next| whole(next, b'N').is_some() || node_positive(next))
+            else {
                 index += 1;
                 continue;
             };
@@ -217,12 +243,19 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
                 index += 1;
                 continue;
             }
+            let n_positive = node_positive(n_index);
             let n = whole(n_index, b'N').and_then(|(_, n, _)| n);
+            let n_index = n_index + usize::from(n_positive);
             let m_window = clause.1.min(n_index + 8);
             let m_index = (n_index + 1..m_window).find(|&next| whole(next, b'M').is_some());
             match m_index {
-                Some(m_index) => (n, whole(m_index, b'M').and_then(|(_, m, _)| m), m_index),
-                None => (n, None, n_index),
+                Some(m_index) => (
+                    n,
+                    n_positive,
+                    whole(m_index, b'M').and_then(|(_, m, _)| m),
+                    m_index,
+                ),
+                None => (n, n_positive, None, n_index),
             }
         } else {
             // One word: `T2N1M0`, `pT3pN2aM0`, `ypT1bN0`.
@@ -232,10 +265,10 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
             };
             let rest = &rest[n_length..];
             if rest.is_empty() {
-                (n, None, index)
+                (n, false, None, index)
             } else {
                 match category(rest, b'M', prefixes) {
-                    Some((_, m, m_length)) if m_length == rest.len() => (n, m, index),
+                    Some((_, m, m_length)) if m_length == rest.len() => (n, false, m, index),
                     _ => {
                         index += 1;
                         continue;
@@ -246,8 +279,12 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
         let m_written = last != index || raw.contains('M');
         notes.tnms.push(Tnm {
             basis,
-            t: t.filter(|t| *t >= 1),
+            post_therapy: prefix.starts_with('y'),
+            t_sub,
+            // ypT0: no tumour left after neoadjuvant therapy.
+            t: t.filter(|t| *t >= 1 || basis == Basis::PostTherapy),
             n,
+            n_positive,
             m: if m_written { m } else { None },
             first: index,
             last,
@@ -282,6 +319,11 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
         set.find(tokens, index.saturating_sub(3).max(start), (index + 8).min(end))
             .is_some()
     };
+    // A clause labelled with a regional site (`Axillary FNA: … metastatic
+    // carcinoma`) speaks of regional spread.
+    let label_regional = (start..(start + 8).min(end))
+        .find(|&index| tokens.lower(index) == ":")
+        .is_some_and(|colon| words.regional.find(tokens, start, colon).is_some());
     let mut index = start;
     while index < end {
         if let Some(length) = words.negative_phrases.len_at(tokens, index) {
@@ -319,6 +361,22 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
                 continue;
             }
         }
+        // `new lesions in the liver`: a lesion word, a link and a site.
+        if let Some(length) = words.lesion_words.len_at(tokens, index)
+            && let Some(link) = words.lesion_site_links.len_at(tokens, index + length)
+            && let Some(site) = words.sites.len_at(tokens, index + length + link)
+            && index + length + link + site <= end
+        {
+            if negation_before(index).is_none() && !uncertain(index) {
+                notes.spreads.push(Spread {
+                    value: true,
+                    first: index,
+                    last: index + length + link + site - 1,
+                });
+            }
+            index += length + link + site;
+            continue;
+        }
         let word = tokens.lower(index);
         let is_mention = words.stems.iter().any(|stem| word.starts_with(stem.as_str()))
             || words.words.starts(tokens, index);
@@ -344,7 +402,7 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
                 }
             }
             None => {
-                let regional = near(&words.regional, index)
+                let regional = (label_regional || near(&words.regional, index))
                     && !near(&words.distant, index)
                     && !near(&words.sites, index);
                 if !regional && !uncertain(index) {
@@ -364,7 +422,18 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
 /// its categories reach shares it, with the sub-stage when there is one.
 fn table_group(staging: &Staging, cancer: &str, tnm: &Tnm, m: u8) -> Option<(String, Option<String>)> {
     let table = staging.table(cancer)?;
-    let groups = table.groups(tnm.basis, tnm.t?, tnm.n?, m);
+    let t = tnm.t?;
+    let groups = if tnm.n_positive {
+        let mut groups: Vec<&str> = Vec::new();
+        for group in (1..=3).flat_map(|n| table.groups_of(tnm.basis, t, tnm.t_sub, n, m)) {
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        groups
+    } else {
+        table.groups_of(tnm.basis, t, tnm.t_sub, tnm.n?, m)
+    };
     let main = split_group(groups.first()?).0;
     if groups.iter().any(|group| split_group(group).0 != main) {
         return None;
@@ -373,12 +442,28 @@ fn table_group(staging: &Staging, cancer: &str, tnm: &Tnm, m: u8) -> Option<(Str
     Some((main.to_string(), detail))
 }
 
+/// The staging table a note's cancer is read with: the cancer's own, or
+/// the one a marker chooses (`marker_tables`: p16-positive oropharynx).
+pub fn table_for<'a>(lexicon: &'a Lexicon, cancer: Option<&'a str>, found: &[Found]) -> Option<&'a str> {
+    let cancer = cancer?;
+    let chosen = lexicon.staging.marker_tables.iter().find(|choice| {
+        choice.cancer == cancer
+            && found
+                .iter()
+                .find(|fact| fact.kind == "biomarker" && fact.name == choice.marker)
+                .is_some_and(|fact| fact.value == choice.value)
+    });
+    Some(chosen.map_or(cancer, |choice| choice.table.as_str()))
+}
+
 /// Settles the note's metastatic status and stage group and writes their
-/// facts (and the first TNM's).
+/// facts (and the first TNM's); `table` names the staging table
+/// ([`table_for`]).
 pub fn resolve(
     lexicon: &Lexicon,
     tokens: &Tokens<'_>,
     cancer: Option<&str>,
+    table: Option<&str>,
     notes: &StageNotes,
     out: &mut Vec<Found>,
 ) {
@@ -386,17 +471,40 @@ pub fn resolve(
     let metastatic_group = lexicon.staging.metastatic_group.as_str();
     let m0_written = notes.tnms.iter().any(|tnm| tnm.m == Some(0));
     let written_iv = notes.groups.iter().find(|group| group.main == metastatic_group);
-    let affirmed = notes.spreads.iter().find(|spread| spread.value);
+    // Spread that is regional for this cancer (ovarian peritoneal disease)
+    // states no metastasis.
+    let regional = cancer.and_then(|cancer| lexicon.metastatic.not_distant_for.get(cancer));
+    let affirmed = notes.spreads.iter().find(|spread| {
+        spread.value
+            && !regional
+                .is_some_and(|words| words.starts(tokens, spread.first) || words.starts(tokens, spread.last))
+    });
     let m1 = notes.m_tokens.iter().find(|spread| spread.value);
     let negated = notes.spreads.iter().find(|spread| !spread.value);
     let m0 = notes.m_tokens.iter().find(|spread| !spread.value);
     let below_iv = notes.groups.iter().find(|group| group.main != metastatic_group);
     let derived_group = || {
         let staging = staging?;
-        let cancer = cancer?;
+        let table = table?;
         notes.tnms.iter().find_map(|tnm| {
-            table_group(staging, cancer, tnm, tnm.m.unwrap_or(0)).map(|(main, detail)| (main, detail, tnm))
+            table_group(staging, table, tnm, tnm.m.unwrap_or(0)).map(|(main, detail)| (main, detail, tnm))
         })
+    };
+    // The last staging after neoadjuvant therapy (`ypT1c ypN0`) that the
+    // tables give a group: the current stage of a non-metastatic cancer.
+    let post_therapy_group = || {
+        let staging = staging?;
+        let table = table?;
+        notes
+            .tnms
+            .iter()
+            .rev()
+            .filter(|tnm| tnm.post_therapy)
+            .find_map(|tnm| {
+                table_group(staging, table, tnm, tnm.m.unwrap_or(0))
+                    .filter(|(main, _)| main != metastatic_group)
+                    .map(|(main, detail)| (main, detail, tnm))
+            })
     };
     // (value, polarity, derived, span)
     let metastatic: Option<(bool, bool, (usize, usize))> = if let Some(spread) = affirmed.or(m1) {
@@ -465,6 +573,14 @@ pub fn resolve(
         if let Some(group) = below_iv {
             written(group, "group_at_diagnosis", out);
         }
+    } else if !is_metastatic && let Some((main, detail, tnm)) = post_therapy_group() {
+        push(
+            out, tokens, "stage", "group", &main, "affirmed", "certain", detail, tnm.first, tnm.last,
+        );
+        mark_derived(out, true);
+        if let Some(group) = notes.groups.first().filter(|group| group.main != main) {
+            written(group, "group_at_diagnosis", out);
+        }
     } else if let Some(group) = notes.groups.first() {
         written(group, "group", out);
         if is_metastatic && let Some(group) = below_iv {
@@ -473,6 +589,28 @@ pub fn resolve(
     } else if let Some((main, detail, tnm)) = derived_group() {
         push(
             out, tokens, "stage", "group", &main, "affirmed", "certain", detail, tnm.first, tnm.last,
+        );
+        mark_derived(out, true);
+    } else if !is_metastatic
+        && let Some(group) = cancer.and_then(|cancer| lexicon.staging.locally_advanced_groups.get(cancer))
+        && let Some(first) = lexicon.staging.locally_advanced.find(tokens, 0, tokens.len())
+    {
+        let length = lexicon
+            .staging
+            .locally_advanced
+            .len_at(tokens, first)
+            .unwrap_or(1);
+        push(
+            out,
+            tokens,
+            "stage",
+            "group",
+            group,
+            "affirmed",
+            "certain",
+            None,
+            first,
+            first + length - 1,
         );
         mark_derived(out, true);
     }
@@ -506,7 +644,10 @@ mod tests {
             read_clause(lexicon, &tokens, clause, &mut notes);
         }
         let mut out: Vec<Found> = Vec::new();
-        resolve(lexicon, &tokens, cancer, &notes, &mut out);
+        crate::extract::markers::extract(lexicon, &tokens, (0, tokens.len()), &mut out);
+        let table = table_for(lexicon, cancer, &out);
+        out.clear();
+        resolve(lexicon, &tokens, cancer, table, &notes, &mut out);
         out.into_iter()
             .map(|fact| {
                 let span = text[fact.start..fact.end].to_string();
@@ -562,14 +703,166 @@ mod tests {
             value(&stage("staged ypT2N1aM0", Some("breast")), "group").as_deref(),
             Some("II")
         );
-        // A combination whose sub-stages span two groups gives none.
+        // A combination whose sub-stages span two groups gives none; its
+        // sub-category settles it.
         assert_eq!(value(&stage("cT2 N0 M0", Some("nsclc")), "group"), None);
+        assert_eq!(
+            value(&stage("cT2a N0 M0", Some("nsclc")), "group").as_deref(),
+            Some("I")
+        );
+        assert_eq!(
+            value(&stage("pT2b pN0", Some("nsclc")), "group").as_deref(),
+            Some("II")
+        );
+        assert_eq!(
+            value(
+                &stage("Impression: T4b N1 M0 (airway invasion)", Some("esophageal")),
+                "group"
+            )
+            .as_deref(),
+            Some("IV")
+        );
         // No table: no group, but M0 still says not metastatic.
-        let facts = stage("cT2 N1 M0", Some("bladder"));
+        let facts = stage("cT2 N1 M0", Some("glioma"));
         assert_eq!(
             (value(&facts, "group"), value(&facts, "metastatic").as_deref()),
             (None, Some("false"))
         );
+    }
+
+    #[test]
+    fn every_tnm_staged_cancer_has_its_table() {
+        for (text, cancer, group) in [
+            ("Impression: T3 N0 M0 glottic tumour", "head_and_neck", "III"),
+            ("oral tongue pT2 pN1", "head_and_neck", "III"),
+            ("clinical T3b N0 M0, Gleason 4+4", "prostate", "III"),
+            ("cT2 N0 M0 on CT urogram", "bladder", "II"),
+            ("clinical T1a N0 M0 renal mass", "renal", "I"),
+            ("MRI: T2 N0 M0", "cervical", "II"),
+            ("pT1 pN2 after hysterectomy", "endometrial", "III"),
+            ("EUS: cT3 N1 M0", "esophageal", "III"),
+            ("pT2 N0 after resection", "cholangiocarcinoma", "II"),
+            ("T3 N0 M0 on MRI", "hepatocellular", "III"),
+            ("cT2a N2 M0", "sclc", "III"),
+        ] {
+            let facts = stage(text, Some(cancer));
+            assert_eq!(value(&facts, "group").as_deref(), Some(group), "{cancer}: {text}");
+        }
+        // Prostate T1-2 needs PSA and grade: no group from T and N alone.
+        assert_eq!(value(&stage("pT2 pN0", Some("prostate")), "group"), None);
+    }
+
+    #[test]
+    fn p16_positive_oropharynx_has_its_own_table() {
+        // cT2 N2: stage II with HPV, IVA without.
+        let facts = stage("p16-positive tonsil SCC, cT2 N2 M0", Some("head_and_neck"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("II"));
+        let facts = stage("p16-negative tonsil SCC, cT2 N2 M0", Some("head_and_neck"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+    }
+
+    #[test]
+    fn node_positive_and_post_therapy_stages() {
+        // `N+`: every node category above N0 gives III.
+        assert_eq!(
+            value(&stage("Stage clinical: cT3 N+ M0.", Some("gastric")), "group").as_deref(),
+            Some("III")
+        );
+        // ypT0 ypN0 of an oesophageal cancer is stage I (its own table).
+        let facts = stage(
+            "pre-treatment cT3 N1 M0 on EUS. Oesophagectomy after CROSS: ypT0 ypN0.",
+            Some("esophageal"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("I"));
+        // Staging after neoadjuvant therapy is the current stage; the group
+        // written before it is the stage at diagnosis.
+        let facts = stage(
+            "Initial cT3 N0 M0, stage IIA, treated with FOLFIRINOX. Whipple: ypT1c ypN0, R0.",
+            Some("pancreatic"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("I"));
+        assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
+    }
+
+    #[test]
+    fn locally_advanced_and_small_cell_stages() {
+        let facts = stage(
+            "head of pancreas mass, locally advanced (SMA encasement)",
+            Some("pancreatic"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("III"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        // Not a group for cancers whose locally advanced disease spans two.
+        assert_eq!(
+            value(
+                &stage("locally advanced rectal cancer", Some("colorectal")),
+                "group"
+            ),
+            None
+        );
+        let facts = stage("58F ES-SCLC since 09/2023", Some("sclc"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
+        let facts = stage("limited-stage small cell carcinoma", Some("sclc"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+    }
+
+    #[test]
+    fn peritoneal_disease_of_an_ovarian_cancer_is_regional() {
+        let text = "CT: omental cake, ascites. FIGO stage IIIC.";
+        let facts = stage(text, Some("ovarian"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("III"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        assert_eq!(
+            value(&stage(text, Some("gastric")), "group").as_deref(),
+            Some("IV")
+        );
+    }
+
+    #[test]
+    fn lesions_in_an_organ_are_distant_unless_the_cancer_began_there() {
+        for text in [
+            "progressed 03/2024 with new lung nodules",
+            "control CT shows new lesions in the liver",
+        ] {
+            let facts = stage(text, Some("breast"));
+            assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"), "{text}");
+        }
+        assert_eq!(
+            value(
+                &stage("two new lesions in the liver", Some("hepatocellular")),
+                "metastatic"
+            ),
+            None
+        );
+        assert_eq!(
+            value(&stage("CT: RUL lung nodules", Some("nsclc")), "metastatic"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_clause_labelled_with_a_regional_site_is_regional() {
+        let facts = stage(
+            "- Axillary FNA: malignant cells, consistent with metastatic carcinoma\nClinical stage cT2 N1 M0, anatomic stage IIB.",
+            Some("breast"),
+        );
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("II"));
+        let facts = stage("Liver biopsy: metastatic carcinoma", Some("breast"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn spread_said_absent_in_shorthand() {
+        for text in [
+            "CT CAP neg for mets. pT4a pN2b",
+            "CT and bone scan not showing any distant metastasis; pT2 pN3a",
+        ] {
+            let facts = stage(text, Some("breast"));
+            assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"), "{text}");
+            assert_eq!(value(&facts, "group").as_deref(), Some("III"), "{text}");
+        }
     }
 
     #[test]
