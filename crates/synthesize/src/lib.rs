@@ -215,7 +215,13 @@ fn run_with(
     if let Some(llm) = llm {
         sources.push(llm.fingerprint());
     }
-    let fingerprint = ids::fingerprint(&(config, &hashes, &sources, cfeval_schema::CFEVAL_VERSION));
+    let fingerprint = ids::fingerprint(&(
+        config,
+        &hashes,
+        &sources,
+        cfeval_schema::CFEVAL_VERSION,
+        extraction_data_hash(),
+    ));
     let shards = |source| Error::Shards {
         table: "cases".into(),
         source,
@@ -510,6 +516,24 @@ fn read_notes(
         });
         cfeval_model::join_all(calls).await
     })
+}
+
+/// A hash of the data the extraction reads (the extractor's word lists, the
+/// drug ontology, the AJCC tables, the guideline table the cohort's
+/// references come from, the pack vocabulary): part of the stage's
+/// fingerprint, so that a run made before any of them changed is converted
+/// again rather than kept with the old facts.
+fn extraction_data_hash() -> String {
+    ids::content_id(
+        "extraction-data",
+        &[
+            extract::lexicon::BUILTIN_EXTRACT_YAML,
+            extract::lexicon::BUILTIN_ONTOLOGY_YAML,
+            cfeval_guidelines::staging::BUILTIN_AJCC8_YAML,
+            cfeval_guidelines::BUILTIN_ONCOLOGY_YAML,
+            include_str!("../../../data/packs/oncology/vocabulary.yaml"),
+        ],
+    )
 }
 
 /// Reads one input file; in a folder, a file whose format cannot be told is
