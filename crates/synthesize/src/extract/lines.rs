@@ -430,12 +430,15 @@ fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) ->
         let mut after = index + length;
         loop {
             let named = |drug: &String| words.regimens.contains_key(drug);
-            if let Some(glue) = words.glue.len_at(tokens, after)
-                && let Some((next, drug)) = drug_at(after + glue)
+            // A dose between two drugs (`carboplatin AUC2 + paclitaxel`,
+            // `cisplatin 75 mg/m² and pemetrexed`) does not part them.
+            let joint = dose_end(tokens, after, end);
+            if let Some(glue) = words.glue.len_at(tokens, joint)
+                && let Some((next, drug)) = drug_at(joint + glue)
                 && !(named(drug) && drugs.iter().any(named))
             {
                 drugs.push(drug.clone());
-                after += glue + next;
+                after = joint + glue + next;
                 continue;
             }
             // `TCHP (docetaxel, carboplatin, …)`, `pembrolizumab (Keytruda)`.
@@ -466,6 +469,52 @@ fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) ->
         index = after;
     }
     regimens
+}
+
+/// Where a dose written from `index` ends (`AUC2`, `75 mg/m²`, `400 mg
+/// daily`): numbers, units and schedule words; `index` itself when none.
+fn dose_end(tokens: &Tokens<'_>, index: usize, end: usize) -> usize {
+    let unit = |word: &str| {
+        matches!(
+            word,
+            "mg" | "mcg"
+                | "g"
+                | "kg"
+                | "m"
+                | "m2"
+                | "²"
+                | "auc"
+                | "iv"
+                | "po"
+                | "sc"
+                | "weekly"
+                | "daily"
+                | "bid"
+                | "q2w"
+                | "q3w"
+                | "q4w"
+                | "qw"
+        ) || (word.starts_with("auc") && word[3..].bytes().all(|byte| byte.is_ascii_digit()))
+    };
+    let mut at = index;
+    while at < end && at < index + 10 {
+        let word = tokens.lower(at);
+        // A year (`FOLFOX 2019, bevacizumab 2021`) is no dose.
+        let year = word.len() == 4 && (word.starts_with("19") || word.starts_with("20"));
+        let number = word.starts_with(|character: char| character.is_ascii_digit()) && !year;
+        let glued = tokens.tokens.get(at + 1).is_some_and(|token| !token.space_before);
+        let decimal = word == "."
+            && at > index
+            && glued
+            && tokens.lower(at + 1).starts_with(|c: char| c.is_ascii_digit());
+        let per = word == "/" && glued && unit(tokens.lower(at + 1));
+        if number || unit(word) || decimal || per {
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    at
 }
 
 /// The outcome words in `from..to`, in order: progression and response
@@ -727,6 +776,41 @@ mod tests {
         assert_eq!(
             outcomes("carboplatin + pegylated liposomal doxorubicin x 6 → partial response"),
             pairs(&[("carboplatin + pegylated liposomal doxorubicin", "response")])
+        );
+    }
+
+    /// Drugs and regimens added to the ontology for lines it missed.
+    #[test]
+    fn lymphoma_melanoma_and_bladder_regimens_are_lines() {
+        assert_eq!(
+            outcomes("bendamustine + rituximab x 6 → CR, then rituximab maintenance; 2024: POD, progression"),
+            pairs(&[("bendamustine + rituximab", "progression")])
+        );
+        assert_eq!(
+            outcomes("Tebentafusp weekly from 08/2023 → CT 11/2023: PD"),
+            pairs(&[("Tebentafusp", "progression")])
+        );
+        assert_eq!(
+            outcomes("neoadjuvant dd MVAC x 4, then cystectomy"),
+            pairs(&[("dd MVAC", "response")])
+        );
+    }
+
+    /// A dose written between two drugs does not part the regimen; a year
+    /// does.
+    #[test]
+    fn a_dose_between_drugs_keeps_one_regimen() {
+        assert_eq!(
+            outcomes("Started carboplatin AUC2 + paclitaxel 50 mg/m² weekly with 50.4 Gy"),
+            pairs(&[("carboplatin AUC2 + paclitaxel", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("cisplatin 75 mg/m2 and pemetrexed 500 mg/m2 x 4 → PD"),
+            pairs(&[("cisplatin 75 mg/m2 and pemetrexed", "progression")])
+        );
+        assert_eq!(
+            outcomes("FOLFOX 2019, PD. bevacizumab 2021 ongoing"),
+            pairs(&[("FOLFOX", "progression"), ("bevacizumab", "ongoing")])
         );
     }
 
