@@ -90,6 +90,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
     let words = &lexicon.lines;
     let mut lines: Vec<Line> = Vec::new();
     let mut active: Option<usize> = None;
+    let blocks = plan_blocks(lexicon, tokens);
     for (clause_index, &clause) in clauses.iter().enumerate() {
         if tokens.is_question(clause) || lexicon.family_words.find(tokens, clause.0, clause.1).is_some() {
             continue;
@@ -98,7 +99,12 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
         // From a plan word to the next arrow (or the clause end) no line is
         // given; a regimen written as not given (`X not an option`) is none.
         let plans = plans(lexicon, tokens, start, end);
-        let planned = |index: usize| plans.iter().any(|(from, to)| (*from..*to).contains(&index));
+        let planned = |index: usize| {
+            plans
+                .iter()
+                .chain(&blocks)
+                .any(|(from, to)| (*from..*to).contains(&index))
+        };
         let regimens: Vec<Regimen> = regimens(lexicon, tokens, start, end)
             .into_iter()
             .filter(|regimen| !planned(regimen.first) && !not_given(tokens, regimen.end, end))
@@ -321,10 +327,64 @@ fn plans(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Ve
     out
 }
 
+/// The stretches a plan label heads (`Plan:`, `Recommendation:`): the rest
+/// of its line, whatever its clauses and arrows; a label ending its line
+/// heads the lines below it up to the next label (`Plan:` over bullets).
+fn plan_blocks(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Vec<(usize, usize)> {
+    let count = tokens.tokens.len();
+    let opens_line = |index: usize| index == 0 || tokens.tokens[index].newline_before;
+    // The first word of the line starting at `index`, after a bullet mark.
+    let first_word = |index: usize| match tokens.lower(index) {
+        "-" | "•" | "*" | "·" => index + 1,
+        _ => index,
+    };
+    let line_end = |from: usize| (from..count).find(|&index| opens_line(index)).unwrap_or(count);
+    // A line headed by a label of its own (`Histology:`, `CT 03/2024:`).
+    let labelled = |line: usize| {
+        let first = first_word(line);
+        (first + 1..(first + 4).min(count)).any(|index| tokens.lower(index) == ":" && !opens_line(index))
+    };
+    let mut out = Vec::new();
+    let mut line = 0;
+    while line < count {
+        let next = line_end(line + 1);
+        let first = first_word(line);
+        if let Some(length) = lexicon.lines.future.len_at(tokens, first)
+            && tokens.lower(first + length) == ":"
+        {
+            let mut stop = next;
+            if first + length + 1 == next {
+                while stop < count && !labelled(stop) {
+                    stop = line_end(stop + 1);
+                }
+            }
+            out.push((first, stop));
+            line = stop;
+            continue;
+        }
+        line = next;
+    }
+    out
+}
+
 /// Whether a regimen is written as not given: `not`/`no` within two words
-/// after it (`T-DXd not an option`, `bevacizumab not given`).
+/// after it (`T-DXd not an option`, `bevacizumab not given`), or a plan
+/// right after it (`adjuvant doxorubicin/ifosfamide discussed`).
 fn not_given(tokens: &Tokens<'_>, regimen_end: usize, end: usize) -> bool {
-    (regimen_end..(regimen_end + 2).min(end)).any(|index| matches!(tokens.lower(index), "not" | "never"))
+    (regimen_end..(regimen_end + 2).min(end)).any(|index| {
+        matches!(
+            tokens.lower(index),
+            "not"
+                | "never"
+                | "discussed"
+                | "proposed"
+                | "recommended"
+                | "offered"
+                | "considered"
+                | "suggested"
+                | "planned"
+        )
+    })
 }
 
 /// Whether a short capitalised name is a score, not a drug: three letters
@@ -812,6 +872,30 @@ mod tests {
             outcomes("FOLFOX 2019, PD. bevacizumab 2021 ongoing"),
             pairs(&[("FOLFOX", "progression"), ("bevacizumab", "ongoing")])
         );
+    }
+
+    /// A plan label heads the rest of its line, across clauses and arrows,
+    /// and a label alone on its line the lines below it; a regimen with a
+    /// plan word right after it was not given.
+    #[test]
+    fn a_plan_label_heads_its_line_or_block() {
+        assert_eq!(
+            outcomes(
+                "FOLFOX x 6 → PD\nPlan: surveillance CT; adjuvant irinotecan → then FOLFIRI\nCT: stable"
+            ),
+            pairs(&[("FOLFOX", "progression")])
+        );
+        assert_eq!(
+            outcomes(
+                "- capecitabine 2022 → PD\n- Recommendation:\n- start FOLFIRI\n- bevacizumab to add\nHistology: adenocarcinoma"
+            ),
+            pairs(&[("capecitabine", "progression")])
+        );
+        assert!(
+            outcomes("Surgery done; adjuvant doxorubicin/ifosfamide discussed and not recommended.")
+                .is_empty()
+        );
+        assert!(outcomes("He is keen to hear about adjuvant pembrolizumab.").is_empty());
     }
 
     #[test]
