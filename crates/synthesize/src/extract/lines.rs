@@ -107,7 +107,11 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
         };
         let regimens: Vec<Regimen> = regimens(lexicon, tokens, start, end)
             .into_iter()
-            .filter(|regimen| !planned(regimen.first) && !not_given(tokens, regimen.end, end))
+            .filter(|regimen| {
+                !planned(regimen.first)
+                    && !not_given(tokens, regimen.end, end)
+                    && !refused_before(lexicon, tokens, start, regimen.first)
+            })
             .collect();
         let cues: Vec<Cue> = cues(lexicon, tokens, start, end)
             .into_iter()
@@ -384,6 +388,35 @@ fn not_given(tokens: &Tokens<'_>, regimen_end: usize, end: usize) -> bool {
                 | "suggested"
                 | "planned"
         )
+    }) || {
+        // `cisplatin-eligible`, `platinum-ineligible`: the patient, not a line.
+        let at = if tokens.lower(regimen_end) == "-" {
+            regimen_end + 1
+        } else {
+            regimen_end
+        };
+        at < end
+            && matches!(
+                tokens.lower(at),
+                "eligible" | "ineligible" | "unfit" | "fit" | "naive"
+            )
+    }
+}
+
+/// Whether a regimen is written as not given by a word before it: `no` or
+/// `without`, then only setting words (`No adjuvant nivolumab`).
+fn refused_before(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, regimen: usize) -> bool {
+    let settings = &lexicon.lines.settings;
+    (regimen.saturating_sub(4).max(start)..regimen).any(|at| {
+        matches!(tokens.lower(at), "no" | "without") && {
+            let mut index = at + 1;
+            while index < regimen
+                && let Some(length) = settings.len_at(tokens, index)
+            {
+                index += length;
+            }
+            index == regimen
+        }
     })
 }
 
@@ -492,7 +525,12 @@ fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) ->
             let named = |drug: &String| words.regimens.contains_key(drug);
             // A dose between two drugs (`carboplatin AUC2 + paclitaxel`,
             // `cisplatin 75 mg/m² and pemetrexed`) does not part them.
-            let joint = dose_end(tokens, after, end);
+            let mut joint = dose_end(tokens, after, end);
+            // `ADT (leuprolide) + apalutamide`: a bracket closed after a drug.
+            if joint == after && tokens.lower(after) == ")" && matches!(tokens.lower(after + 1), "+" | "plus")
+            {
+                joint = after + 1;
+            }
             if let Some(glue) = words.glue.len_at(tokens, joint)
                 && let Some((next, drug)) = drug_at(joint + glue)
                 && !(named(drug) && drugs.iter().any(named))
@@ -896,6 +934,31 @@ mod tests {
                 .is_empty()
         );
         assert!(outcomes("He is keen to hear about adjuvant pembrolizumab.").is_empty());
+    }
+
+    /// `no`/`without` before a regimen (setting words between) and an
+    /// eligibility word after a drug say no line was given.
+    #[test]
+    fn regimens_refused_or_describing_the_patient_are_no_lines() {
+        assert_eq!(
+            outcomes("pCR after FOLFOX. No adjuvant pembrolizumab (not indicated)."),
+            pairs(&[("FOLFOX", "response")])
+        );
+        assert!(outcomes("Staged without bevacizumab given the bleeding risk").is_empty());
+        assert!(outcomes("72M, cisplatin-eligible, CrCl 70").is_empty());
+        assert_eq!(
+            outcomes("no progression on FOLFOX"),
+            pairs(&[("FOLFOX", "response")])
+        );
+    }
+
+    /// A bracketed drug closed before `+` keeps its regimen going.
+    #[test]
+    fn a_closed_bracket_before_a_plus_joins_the_regimen() {
+        assert_eq!(
+            outcomes("On ADT (degarelix) + enzalutamide since 2023"),
+            pairs(&[("degarelix) + enzalutamide", "ongoing")])
+        );
     }
 
     #[test]
