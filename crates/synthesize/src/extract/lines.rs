@@ -123,7 +123,9 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                     lines[line].take(cue.value, cue.index, clause_index);
                 }
                 let curative = lines[line].curative;
-                if let Some(index) = metastasis_event(lexicon, tokens, start, end, curative) {
+                if let Some(index) = metastasis_event(lexicon, tokens, start, end, curative)
+                    && !planned(index)
+                {
                     lines[line].take(Outcome::Progression, index, clause_index);
                 }
             }
@@ -331,8 +333,9 @@ fn plans(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Ve
     out
 }
 
-/// The stretches a plan label heads (`Plan:`, `Recommendation:`): the rest
-/// of its line, whatever its clauses and arrows; a label ending its line
+/// The stretches a plan label heads (`Plan:`, `Recommendation:`, `MDT:`)
+/// opening a line or a sentence: the rest of its line, whatever its clauses
+/// and arrows; a label ending its line
 /// heads the lines below it up to the next label (`Plan:` over bullets).
 fn plan_blocks(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Vec<(usize, usize)> {
     let count = tokens.tokens.len();
@@ -348,21 +351,37 @@ fn plan_blocks(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Vec<(usize, usize)> {
         let first = first_word(line);
         (first + 1..(first + 4).min(count)).any(|index| tokens.lower(index) == ":" && !opens_line(index))
     };
+    let label_at = |index: usize| {
+        let words = &lexicon.lines;
+        words
+            .future
+            .len_at(tokens, index)
+            .or_else(|| words.plan_labels.len_at(tokens, index))
+            .filter(|length| tokens.lower(index + length) == ":")
+    };
     let mut out = Vec::new();
     let mut line = 0;
     while line < count {
         let next = line_end(line + 1);
+        // A label opening the line or a sentence in it (`… as above. Plan:`).
         let first = first_word(line);
-        if let Some(length) = lexicon.lines.future.len_at(tokens, first)
-            && tokens.lower(first + length) == ":"
-        {
+        // `Thoracic MDT:`: one word may stand before a line's label.
+        let label = [first, first + 1]
+            .into_iter()
+            .filter(|&index| index < next)
+            .chain(
+                (first + 1..next)
+                    .filter(|&index| tokens.lower(index - 1) == "." && tokens.tokens[index].space_before),
+            )
+            .find_map(|index| label_at(index).map(|length| (index, length)));
+        if let Some((index, length)) = label {
             let mut stop = next;
-            if first + length + 1 == next {
+            if index + length + 1 == next {
                 while stop < count && !labelled(stop) {
                     stop = line_end(stop + 1);
                 }
             }
-            out.push((first, stop));
+            out.push((index, stop));
             line = stop;
             continue;
         }
@@ -934,6 +953,18 @@ mod tests {
                 .is_empty()
         );
         assert!(outcomes("He is keen to hear about adjuvant pembrolizumab.").is_empty());
+        // A label opening a sentence, and a tumour board's decision.
+        assert_eq!(
+            outcomes(
+                "FOLFOX → SD → hepatectomy as above. Plan: if mets confirmed → irinotecan; else observe"
+            ),
+            pairs(&[("FOLFOX", "ongoing")])
+        );
+        assert!(
+            outcomes("Thoracic MDT: resectable; neoadjuvant nivolumab + carboplatin/paclitaxel x3")
+                .is_empty()
+        );
+        assert!(outcomes("Addendum: CT clear. MDT: for gemcitabine + nab-paclitaxel").is_empty());
     }
 
     /// `no`/`without` before a regimen (setting words between) and an
