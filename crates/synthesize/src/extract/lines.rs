@@ -319,9 +319,31 @@ fn close(tokens: &Tokens<'_>, cue_end: usize, regimen: usize) -> bool {
 }
 
 /// The stretches of a clause that tell a plan: from each plan word to the
-/// next arrow (`→`, `->`), or the clause end.
+/// next arrow (`→`, `->`), or the clause end; a clause opening with `for`
+/// is a plan to its end.
 fn plans(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
+    // `For total neoadjuvant therapy (…)`, `– for definitive
+    // chemoradiotherapy`: `for` opening a clause, after any label or dash,
+    // tells what the patient is for.
+    let opener = (start..(start + 4).min(end))
+        .find(|&index| tokens.tokens[index].word)
+        .filter(|&index| {
+            (start..index).all(|before| matches!(tokens.lower(before), ":" | "-" | "–" | "—" | "•" | "*"))
+                || tokens.lower(index.saturating_sub(1)) == ":"
+        });
+    let after_dash = (start + 1..end).find(|&index| {
+        tokens.lower(index) == "for"
+            && matches!(tokens.lower(index - 1), "-" | "–" | "—")
+            && tokens.tokens[index - 1].space_before
+    });
+    if let Some(index) = opener
+        .filter(|&index| tokens.lower(index) == "for")
+        .or(after_dash)
+    {
+        out.push((index, end));
+        return out;
+    }
     let mut index = start;
     while let Some(plan) = lexicon.lines.future.find(tokens, index, end) {
         let stop = (plan..end)
@@ -965,6 +987,15 @@ mod tests {
                 .is_empty()
         );
         assert!(outcomes("Addendum: CT clear. MDT: for gemcitabine + nab-paclitaxel").is_empty());
+        // `for` opening a clause: what the patient is for.
+        assert!(
+            outcomes("For total neoadjuvant therapy (short-course RT then CAPOX x 6), then TME.").is_empty()
+        );
+        assert!(outcomes("Not fit for surgery – for definitive chemoradiotherapy with cisplatin").is_empty());
+        assert_eq!(
+            outcomes("On FOLFOX for 6 months, PD"),
+            pairs(&[("FOLFOX", "progression")])
+        );
     }
 
     /// `no`/`without` before a regimen (setting words between) and an
@@ -989,6 +1020,20 @@ mod tests {
         assert_eq!(
             outcomes("On ADT (degarelix) + enzalutamide since 2023"),
             pairs(&[("degarelix) + enzalutamide", "ongoing")])
+        );
+    }
+
+    /// A cycle under way (`C2`, `C3/4 today`) is an ongoing line, even one
+    /// given with curative intent.
+    #[test]
+    fn a_cycle_under_way_is_ongoing() {
+        assert_eq!(
+            outcomes("Adj CAPOX x 6 mo (high-risk stage III), C2 today."),
+            pairs(&[("CAPOX", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("adjuvant carboplatin/etoposide C3/4 today"),
+            pairs(&[("carboplatin/etoposide", "ongoing")])
         );
     }
 
