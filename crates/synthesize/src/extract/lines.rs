@@ -90,6 +90,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
     let words = &lexicon.lines;
     let mut lines: Vec<Line> = Vec::new();
     let mut active: Option<usize> = None;
+    let blocks = plan_blocks(lexicon, tokens);
     for (clause_index, &clause) in clauses.iter().enumerate() {
         if tokens.is_question(clause) || lexicon.family_words.find(tokens, clause.0, clause.1).is_some() {
             continue;
@@ -98,10 +99,19 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
         // From a plan word to the next arrow (or the clause end) no line is
         // given; a regimen written as not given (`X not an option`) is none.
         let plans = plans(lexicon, tokens, start, end);
-        let planned = |index: usize| plans.iter().any(|(from, to)| (*from..*to).contains(&index));
+        let planned = |index: usize| {
+            plans
+                .iter()
+                .chain(&blocks)
+                .any(|(from, to)| (*from..*to).contains(&index))
+        };
         let regimens: Vec<Regimen> = regimens(lexicon, tokens, start, end)
             .into_iter()
-            .filter(|regimen| !planned(regimen.first) && !not_given(tokens, regimen.end, end))
+            .filter(|regimen| {
+                !planned(regimen.first)
+                    && !not_given(tokens, regimen.end, end)
+                    && !refused_before(lexicon, tokens, start, regimen.first)
+            })
             .collect();
         let cues: Vec<Cue> = cues(lexicon, tokens, start, end)
             .into_iter()
@@ -113,7 +123,9 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                     lines[line].take(cue.value, cue.index, clause_index);
                 }
                 let curative = lines[line].curative;
-                if let Some(index) = metastasis_event(lexicon, tokens, start, end, curative) {
+                if let Some(index) = metastasis_event(lexicon, tokens, start, end, curative)
+                    && !planned(index)
+                {
                     lines[line].take(Outcome::Progression, index, clause_index);
                 }
             }
@@ -307,9 +319,31 @@ fn close(tokens: &Tokens<'_>, cue_end: usize, regimen: usize) -> bool {
 }
 
 /// The stretches of a clause that tell a plan: from each plan word to the
-/// next arrow (`→`, `->`), or the clause end.
+/// next arrow (`→`, `->`), or the clause end; a clause opening with `for`
+/// is a plan to its end.
 fn plans(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
+    // `For total neoadjuvant therapy (…)`, `– for definitive
+    // chemoradiotherapy`: `for` opening a clause, after any label or dash,
+    // tells what the patient is for.
+    let opener = (start..(start + 4).min(end))
+        .find(|&index| tokens.tokens[index].word)
+        .filter(|&index| {
+            (start..index).all(|before| matches!(tokens.lower(before), ":" | "-" | "–" | "—" | "•" | "*"))
+                || tokens.lower(index.saturating_sub(1)) == ":"
+        });
+    let after_dash = (start + 1..end).find(|&index| {
+        tokens.lower(index) == "for"
+            && matches!(tokens.lower(index - 1), "-" | "–" | "—")
+            && tokens.tokens[index - 1].space_before
+    });
+    if let Some(index) = opener
+        .filter(|&index| tokens.lower(index) == "for")
+        .or(after_dash)
+    {
+        out.push((index, end));
+        return out;
+    }
     let mut index = start;
     while let Some(plan) = lexicon.lines.future.find(tokens, index, end) {
         let stop = (plan..end)
@@ -321,10 +355,110 @@ fn plans(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Ve
     out
 }
 
+/// The stretches a plan label heads (`Plan:`, `Recommendation:`, `MDT:`)
+/// opening a line or a sentence: the rest of its line, whatever its clauses
+/// and arrows; a label ending its line
+/// heads the lines below it up to the next label (`Plan:` over bullets).
+fn plan_blocks(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Vec<(usize, usize)> {
+    let count = tokens.tokens.len();
+    let opens_line = |index: usize| index == 0 || tokens.tokens[index].newline_before;
+    // The first word of the line starting at `index`, after a bullet mark.
+    let first_word = |index: usize| match tokens.lower(index) {
+        "-" | "•" | "*" | "·" => index + 1,
+        _ => index,
+    };
+    let line_end = |from: usize| (from..count).find(|&index| opens_line(index)).unwrap_or(count);
+    // A line headed by a label of its own (`Histology:`, `CT 03/2024:`).
+    let labelled = |line: usize| {
+        let first = first_word(line);
+        (first + 1..(first + 4).min(count)).any(|index| tokens.lower(index) == ":" && !opens_line(index))
+    };
+    let label_at = |index: usize| {
+        let words = &lexicon.lines;
+        words
+            .future
+            .len_at(tokens, index)
+            .or_else(|| words.plan_labels.len_at(tokens, index))
+            .filter(|length| tokens.lower(index + length) == ":")
+    };
+    let mut out = Vec::new();
+    let mut line = 0;
+    while line < count {
+        let next = line_end(line + 1);
+        // A label opening the line or a sentence in it (`… as above. Plan:`).
+        let first = first_word(line);
+        // `Thoracic MDT:`: one word may stand before a line's label.
+        let label = [first, first + 1]
+            .into_iter()
+            .filter(|&index| index < next)
+            .chain(
+                (first + 1..next)
+                    .filter(|&index| tokens.lower(index - 1) == "." && tokens.tokens[index].space_before),
+            )
+            .find_map(|index| label_at(index).map(|length| (index, length)));
+        if let Some((index, length)) = label {
+            let mut stop = next;
+            if index + length + 1 == next {
+                while stop < count && !labelled(stop) {
+                    stop = line_end(stop + 1);
+                }
+            }
+            out.push((index, stop));
+            line = stop;
+            continue;
+        }
+        line = next;
+    }
+    out
+}
+
 /// Whether a regimen is written as not given: `not`/`no` within two words
-/// after it (`T-DXd not an option`, `bevacizumab not given`).
+/// after it (`T-DXd not an option`, `bevacizumab not given`), or a plan
+/// right after it (`adjuvant doxorubicin/ifosfamide discussed`).
 fn not_given(tokens: &Tokens<'_>, regimen_end: usize, end: usize) -> bool {
-    (regimen_end..(regimen_end + 2).min(end)).any(|index| matches!(tokens.lower(index), "not" | "never"))
+    (regimen_end..(regimen_end + 2).min(end)).any(|index| {
+        matches!(
+            tokens.lower(index),
+            "not"
+                | "never"
+                | "discussed"
+                | "proposed"
+                | "recommended"
+                | "offered"
+                | "considered"
+                | "suggested"
+                | "planned"
+        )
+    }) || {
+        // `cisplatin-eligible`, `platinum-ineligible`: the patient, not a line.
+        let at = if tokens.lower(regimen_end) == "-" {
+            regimen_end + 1
+        } else {
+            regimen_end
+        };
+        at < end
+            && matches!(
+                tokens.lower(at),
+                "eligible" | "ineligible" | "unfit" | "fit" | "naive"
+            )
+    }
+}
+
+/// Whether a regimen is written as not given by a word before it: `no` or
+/// `without`, then only setting words (`No adjuvant nivolumab`).
+fn refused_before(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, regimen: usize) -> bool {
+    let settings = &lexicon.lines.settings;
+    (regimen.saturating_sub(4).max(start)..regimen).any(|at| {
+        matches!(tokens.lower(at), "no" | "without") && {
+            let mut index = at + 1;
+            while index < regimen
+                && let Some(length) = settings.len_at(tokens, index)
+            {
+                index += length;
+            }
+            index == regimen
+        }
+    })
 }
 
 /// Whether a short capitalised name is a score, not a drug: three letters
@@ -430,12 +564,20 @@ fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) ->
         let mut after = index + length;
         loop {
             let named = |drug: &String| words.regimens.contains_key(drug);
-            if let Some(glue) = words.glue.len_at(tokens, after)
-                && let Some((next, drug)) = drug_at(after + glue)
+            // A dose between two drugs (`carboplatin AUC2 + paclitaxel`,
+            // `cisplatin 75 mg/m² and pemetrexed`) does not part them.
+            let mut joint = dose_end(tokens, after, end);
+            // `ADT (leuprolide) + apalutamide`: a bracket closed after a drug.
+            if joint == after && tokens.lower(after) == ")" && matches!(tokens.lower(after + 1), "+" | "plus")
+            {
+                joint = after + 1;
+            }
+            if let Some(glue) = words.glue.len_at(tokens, joint)
+                && let Some((next, drug)) = drug_at(joint + glue)
                 && !(named(drug) && drugs.iter().any(named))
             {
                 drugs.push(drug.clone());
-                after += glue + next;
+                after = joint + glue + next;
                 continue;
             }
             // `TCHP (docetaxel, carboplatin, …)`, `pembrolizumab (Keytruda)`.
@@ -466,6 +608,52 @@ fn regimens(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) ->
         index = after;
     }
     regimens
+}
+
+/// Where a dose written from `index` ends (`AUC2`, `75 mg/m²`, `400 mg
+/// daily`): numbers, units and schedule words; `index` itself when none.
+fn dose_end(tokens: &Tokens<'_>, index: usize, end: usize) -> usize {
+    let unit = |word: &str| {
+        matches!(
+            word,
+            "mg" | "mcg"
+                | "g"
+                | "kg"
+                | "m"
+                | "m2"
+                | "²"
+                | "auc"
+                | "iv"
+                | "po"
+                | "sc"
+                | "weekly"
+                | "daily"
+                | "bid"
+                | "q2w"
+                | "q3w"
+                | "q4w"
+                | "qw"
+        ) || (word.starts_with("auc") && word[3..].bytes().all(|byte| byte.is_ascii_digit()))
+    };
+    let mut at = index;
+    while at < end && at < index + 10 {
+        let word = tokens.lower(at);
+        // A year (`FOLFOX 2019, bevacizumab 2021`) is no dose.
+        let year = word.len() == 4 && (word.starts_with("19") || word.starts_with("20"));
+        let number = word.starts_with(|character: char| character.is_ascii_digit()) && !year;
+        let glued = tokens.tokens.get(at + 1).is_some_and(|token| !token.space_before);
+        let decimal = word == "."
+            && at > index
+            && glued
+            && tokens.lower(at + 1).starts_with(|c: char| c.is_ascii_digit());
+        let per = word == "/" && glued && unit(tokens.lower(at + 1));
+        if number || unit(word) || decimal || per {
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    at
 }
 
 /// The outcome words in `from..to`, in order: progression and response
@@ -727,6 +915,125 @@ mod tests {
         assert_eq!(
             outcomes("carboplatin + pegylated liposomal doxorubicin x 6 → partial response"),
             pairs(&[("carboplatin + pegylated liposomal doxorubicin", "response")])
+        );
+    }
+
+    /// Drugs and regimens added to the ontology for lines it missed.
+    #[test]
+    fn lymphoma_melanoma_and_bladder_regimens_are_lines() {
+        assert_eq!(
+            outcomes("bendamustine + rituximab x 6 → CR, then rituximab maintenance; 2024: POD, progression"),
+            pairs(&[("bendamustine + rituximab", "progression")])
+        );
+        assert_eq!(
+            outcomes("Tebentafusp weekly from 08/2023 → CT 11/2023: PD"),
+            pairs(&[("Tebentafusp", "progression")])
+        );
+        assert_eq!(
+            outcomes("neoadjuvant dd MVAC x 4, then cystectomy"),
+            pairs(&[("dd MVAC", "response")])
+        );
+    }
+
+    /// A dose written between two drugs does not part the regimen; a year
+    /// does.
+    #[test]
+    fn a_dose_between_drugs_keeps_one_regimen() {
+        assert_eq!(
+            outcomes("Started carboplatin AUC2 + paclitaxel 50 mg/m² weekly with 50.4 Gy"),
+            pairs(&[("carboplatin AUC2 + paclitaxel", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("cisplatin 75 mg/m2 and pemetrexed 500 mg/m2 x 4 → PD"),
+            pairs(&[("cisplatin 75 mg/m2 and pemetrexed", "progression")])
+        );
+        assert_eq!(
+            outcomes("FOLFOX 2019, PD. bevacizumab 2021 ongoing"),
+            pairs(&[("FOLFOX", "progression"), ("bevacizumab", "ongoing")])
+        );
+    }
+
+    /// A plan label heads the rest of its line, across clauses and arrows,
+    /// and a label alone on its line the lines below it; a regimen with a
+    /// plan word right after it was not given.
+    #[test]
+    fn a_plan_label_heads_its_line_or_block() {
+        assert_eq!(
+            outcomes(
+                "FOLFOX x 6 → PD\nPlan: surveillance CT; adjuvant irinotecan → then FOLFIRI\nCT: stable"
+            ),
+            pairs(&[("FOLFOX", "progression")])
+        );
+        assert_eq!(
+            outcomes(
+                "- capecitabine 2022 → PD\n- Recommendation:\n- start FOLFIRI\n- bevacizumab to add\nHistology: adenocarcinoma"
+            ),
+            pairs(&[("capecitabine", "progression")])
+        );
+        assert!(
+            outcomes("Surgery done; adjuvant doxorubicin/ifosfamide discussed and not recommended.")
+                .is_empty()
+        );
+        assert!(outcomes("He is keen to hear about adjuvant pembrolizumab.").is_empty());
+        // A label opening a sentence, and a tumour board's decision.
+        assert_eq!(
+            outcomes(
+                "FOLFOX → SD → hepatectomy as above. Plan: if mets confirmed → irinotecan; else observe"
+            ),
+            pairs(&[("FOLFOX", "ongoing")])
+        );
+        assert!(
+            outcomes("Thoracic MDT: resectable; neoadjuvant nivolumab + carboplatin/paclitaxel x3")
+                .is_empty()
+        );
+        assert!(outcomes("Addendum: CT clear. MDT: for gemcitabine + nab-paclitaxel").is_empty());
+        // `for` opening a clause: what the patient is for.
+        assert!(
+            outcomes("For total neoadjuvant therapy (short-course RT then CAPOX x 6), then TME.").is_empty()
+        );
+        assert!(outcomes("Not fit for surgery – for definitive chemoradiotherapy with cisplatin").is_empty());
+        assert_eq!(
+            outcomes("On FOLFOX for 6 months, PD"),
+            pairs(&[("FOLFOX", "progression")])
+        );
+    }
+
+    /// `no`/`without` before a regimen (setting words between) and an
+    /// eligibility word after a drug say no line was given.
+    #[test]
+    fn regimens_refused_or_describing_the_patient_are_no_lines() {
+        assert_eq!(
+            outcomes("pCR after FOLFOX. No adjuvant pembrolizumab (not indicated)."),
+            pairs(&[("FOLFOX", "response")])
+        );
+        assert!(outcomes("Staged without bevacizumab given the bleeding risk").is_empty());
+        assert!(outcomes("72M, cisplatin-eligible, CrCl 70").is_empty());
+        assert_eq!(
+            outcomes("no progression on FOLFOX"),
+            pairs(&[("FOLFOX", "response")])
+        );
+    }
+
+    /// A bracketed drug closed before `+` keeps its regimen going.
+    #[test]
+    fn a_closed_bracket_before_a_plus_joins_the_regimen() {
+        assert_eq!(
+            outcomes("On ADT (degarelix) + enzalutamide since 2023"),
+            pairs(&[("degarelix) + enzalutamide", "ongoing")])
+        );
+    }
+
+    /// A cycle under way (`C2`, `C3/4 today`) is an ongoing line, even one
+    /// given with curative intent.
+    #[test]
+    fn a_cycle_under_way_is_ongoing() {
+        assert_eq!(
+            outcomes("Adj CAPOX x 6 mo (high-risk stage III), C2 today."),
+            pairs(&[("CAPOX", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("adjuvant carboplatin/etoposide C3/4 today"),
+            pairs(&[("carboplatin/etoposide", "ongoing")])
         );
     }
 
