@@ -19,6 +19,7 @@
 //! (parent of the run directory; default the system temp dir — the run
 //! directory is deleted at the end unless `CFEVAL_SWEEP_KEEP=1`),
 //! `CFEVAL_SWEEP_CONCURRENCY` (calls in flight per subject, default 64),
+//! `CFEVAL_SWEEP_LATENCY_MS` (the test server's latency per call, default 0),
 //! `CFEVAL_SWEEP_RESAMPLES` (default 1000), `CFEVAL_SWEEP_RSS_CSV` (a file
 //! to write every RSS sample to), `CFEVAL_BIN` (the `cfeval`
 //! binary; default `$CARGO_TARGET_DIR/release/cfeval` or the workspace's
@@ -239,8 +240,12 @@ fn main() {
         .expect("temp dir");
 
     let responder: Responder = Arc::new(|_model: &str, _prompt: &str, _seed: Option<u64>| ANSWER.to_string());
+    // A latency per call shows whether infer keeps `concurrency` calls in
+    // flight (ideal: concurrency / latency calls per second).
+    let latency = std::time::Duration::from_millis(env_number("CFEVAL_SWEEP_LATENCY_MS", 0));
     let server = BackgroundServer::start(ServerConfig {
         responder: Some(responder),
+        latency,
         ..ServerConfig::default()
     })
     .expect("test server");
