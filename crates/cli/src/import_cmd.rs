@@ -301,11 +301,7 @@ pub fn import_responses(args: &ImportResponsesArgs, out: &mut dyn Write) -> anyh
 }
 
 fn parse_mode(mode: &str) -> anyhow::Result<cfeval_infer::Mode> {
-    match mode {
-        "single_shot" => Ok(cfeval_infer::Mode::SingleShot),
-        "agent" => Ok(cfeval_infer::Mode::Agent),
-        other => anyhow::bail!("unknown mode `{other}`"),
-    }
+    cfeval_infer::Mode::parse(mode).ok_or_else(|| anyhow::anyhow!("unknown mode `{mode}`"))
 }
 
 /// One imported row as a `responses` row, or why it cannot be one.

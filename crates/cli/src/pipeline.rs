@@ -136,6 +136,14 @@ pub struct SubjectPlan {
 }
 
 impl SubjectPlan {
+    /// Calls in flight: the subject's own limit, else the pipeline's
+    /// `[infer] concurrency`.
+    pub fn concurrency(&self, pipeline_concurrency: usize) -> usize {
+        self.limits
+            .as_ref()
+            .map_or(pipeline_concurrency, |limits| limits.max_concurrency)
+    }
+
     pub fn is_control(&self) -> bool {
         SubjectKind::is_control(&self.name)
     }
@@ -453,12 +461,9 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// A mode as the tables spell it, or with a hyphen (`single-shot`).
 fn parse_mode(text: &str) -> Option<cfeval_infer::Mode> {
-    match text {
-        "single_shot" | "single-shot" => Some(cfeval_infer::Mode::SingleShot),
-        "agent" => Some(cfeval_infer::Mode::Agent),
-        _ => None,
-    }
+    cfeval_infer::Mode::parse(&text.replace('-', "_"))
 }
 
 fn parse_format(text: &str) -> Option<cfeval_synthesize::InputFormat> {

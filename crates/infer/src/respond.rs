@@ -23,6 +23,13 @@ impl Mode {
             Mode::Agent => "agent",
         }
     }
+
+    /// Reads the name used in tables back (`single_shot`, `agent`).
+    pub fn parse(text: &str) -> Option<Self> {
+        [Mode::SingleShot, Mode::Agent]
+            .into_iter()
+            .find(|mode| mode.as_str() == text)
+    }
 }
 
 /// Settings of a subject's calls.

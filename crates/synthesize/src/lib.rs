@@ -222,15 +222,9 @@ fn run_with(
         cfeval_schema::CFEVAL_VERSION,
         extraction_data_hash(),
     ));
-    let shards = |source| Error::Shards {
-        table: "cases".into(),
-        source,
-    };
+    let shards = shards_error("cases");
     let mut store = ShardStore::open_table::<CaseRow>(run_dir).map_err(shards)?;
-    let quarantine_shards = |source| Error::Shards {
-        table: "cases_quarantine".into(),
-        source,
-    };
+    let quarantine_shards = shards_error("cases_quarantine");
     let mut quarantine_store = ShardStore::open(
         &run_dir.join("cases_quarantine"),
         "cases_quarantine",
@@ -337,7 +331,7 @@ fn run_with(
     Ok(report)
 }
 
-fn shards_error(table: &str) -> impl Fn(cfeval_schema::Error) -> Error + '_ {
+fn shards_error(table: &str) -> impl Fn(cfeval_schema::Error) -> Error + Copy + '_ {
     move |source| Error::Shards {
         table: table.to_string(),
         source,

@@ -303,10 +303,7 @@ pub fn infer_config(
             sample: 0,
         },
         samples: subject.samples,
-        concurrency: subject
-            .limits
-            .as_ref()
-            .map_or(pipeline.concurrency, |limits| limits.max_concurrency),
+        concurrency: subject.concurrency(pipeline.concurrency),
         slice,
         families: run.families.clone(),
         max_tries: pipeline.max_tries,

@@ -257,11 +257,7 @@ fn print_plan(
             } else if cfeval_schema::vocab::SubjectKind::is_embedded(&subject.name) {
                 "1".to_string()
             } else {
-                subject
-                    .limits
-                    .as_ref()
-                    .map_or(pipeline.concurrency, |limits| limits.max_concurrency)
-                    .to_string()
+                subject.concurrency(pipeline.concurrency).to_string()
             };
             writeln!(
                 out,

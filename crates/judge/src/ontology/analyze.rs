@@ -455,15 +455,8 @@ impl Ontology {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
 
-    fn ontology() -> Ontology {
-        Ontology::builtin().expect("the built-in ontology loads")
-    }
-
-    fn set(items: &[&str]) -> BTreeSet<String> {
-        items.iter().map(|item| item.to_string()).collect()
-    }
+    use crate::ontology::testing::{ontology, set};
 
     #[test]
     fn negated_stretches_are_not_planned() {

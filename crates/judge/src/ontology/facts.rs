@@ -177,13 +177,7 @@ impl Ontology {
 mod tests {
     use super::*;
 
-    fn ontology() -> Ontology {
-        Ontology::builtin().expect("the built-in ontology loads")
-    }
-
-    fn set(items: &[&str]) -> BTreeSet<String> {
-        items.iter().map(|item| item.to_string()).collect()
-    }
+    use crate::ontology::testing::{ontology, set};
 
     #[test]
     fn mentions_pair_markers_with_statuses() {

@@ -288,17 +288,26 @@ impl Ontology {
     }
 }
 
+/// What the ontology's tests share.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use std::collections::BTreeSet;
 
-    fn ontology() -> Ontology {
+    use super::Ontology;
+
+    pub(crate) fn ontology() -> Ontology {
         Ontology::builtin().expect("the built-in ontology loads")
     }
 
-    fn set(items: &[&str]) -> BTreeSet<String> {
+    pub(crate) fn set(items: &[&str]) -> BTreeSet<String> {
         items.iter().map(|item| item.to_string()).collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::testing::{ontology, set};
 
     #[test]
     fn regimens_expand_to_components_and_classes() {
