@@ -1,0 +1,1 @@
+//! Reading a diagnosis answer (being written).

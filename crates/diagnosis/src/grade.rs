@@ -1,0 +1,1 @@
+//! Grading answers and pairs (being written).

@@ -1,0 +1,1 @@
+//! The pack's diagnosis ontology and the mention matcher (being written).
