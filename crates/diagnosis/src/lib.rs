@@ -19,5 +19,6 @@ pub mod answer;
 pub mod error;
 pub mod grade;
 pub mod ontology;
+mod text;
 
 pub use error::{Error, Result};
