@@ -1,1 +1,598 @@
-//! Reading a diagnosis answer (being written).
+//! Reading a diagnosis answer as a clinician does: its leading diagnosis,
+//! its differential, what it rules out, the tests it orders, whether it
+//! escalates care and whether it declines to commit.
+//!
+//! The leading diagnosis is found in this order, and [`Reading::source`]
+//! says which step found it:
+//! 1. `label` / `heading`: the text after a label (`Most likely diagnosis:
+//!    X`), or the line under a label heading;
+//! 2. `sentence`: a leading cue in a sentence (`consistent with X`, `X is the
+//!    most likely diagnosis`);
+//! 3. `first_listed`: with no stated leader, the first diagnosis the answer
+//!    names (a list's first item), unless the answer declines to commit;
+//! 4. `none`.
+//!
+//! A diagnosis the ontology does not know is still read: the phrase after a
+//! label or cue, minus hedges (`probably`) and trailing reasons (`given ...`),
+//! becomes a free-text mention (`id: None`). Mentions that are ruled out or
+//! restate history (`known Crohn disease`) are never offered.
+
+use std::path::Path;
+
+use crate::cues::{Cues, Kind};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ontology::{Found, Ontology};
+use crate::text::content_words;
+
+/// Most content words a free-text diagnosis phrase may have.
+const PHRASE_WORDS: usize = 8;
+
+/// A diagnosis named in an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mention {
+    /// Ontology id; `None` for a diagnosis the ontology does not know.
+    pub id: Option<String>,
+    /// The phrase as written.
+    pub text: String,
+    /// Byte offsets of the phrase in the answer.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// What an answer says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub leading: Option<Mention>,
+    pub differential: Vec<Mention>,
+    pub ruled_out: Vec<Mention>,
+    /// Tests ordered: `tests.yaml` names, else the ordering phrase as written.
+    pub tests_ordered: Vec<String>,
+    pub escalates: bool,
+    /// The answer will not commit to a diagnosis.
+    pub declines: bool,
+    /// The answer holds its diagnosis pending more information.
+    pub uncertain: bool,
+    /// How the leading diagnosis was found: "label", "heading",
+    /// "first_listed", "sentence", "none".
+    pub source: &'static str,
+}
+
+/// The pack's ontology with its answer cues.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    ontology: Ontology,
+    cues: Cues,
+    hash: String,
+}
+
+/// A candidate phrase: folded bounds and the ontology entry inside it.
+struct Phrase {
+    start: usize,
+    end: usize,
+    found: Option<Found>,
+}
+
+impl Reader {
+    /// A reader over an ontology and the answer file's text.
+    pub fn new(mut ontology: Ontology, cues_yaml: &str, origin: &str) -> Result<Self> {
+        let cues = Cues::parse(cues_yaml, origin)?;
+        ontology.set_lexicon(cues.lexicon.clone());
+        let hash = blake3::Hasher::new()
+            .update(ontology.hash().as_bytes())
+            .update(cues_yaml.as_bytes())
+            .finalize()
+            .to_hex()
+            .to_string();
+        Ok(Self { ontology, cues, hash })
+    }
+
+    /// Loads `ontology.yaml`, `tests.yaml` and `answer.yaml` from a pack.
+    pub fn load(pack_dir: &Path) -> Result<Self> {
+        let ontology = Ontology::load(pack_dir)?;
+        let path = pack_dir.join("answer.yaml");
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Self::new(ontology, &text, &path.display().to_string())
+    }
+
+    pub fn ontology(&self) -> &Ontology {
+        &self.ontology
+    }
+
+    /// BLAKE3 hex over the ontology's hash and the answer file.
+    pub fn hash(&self) -> String {
+        self.hash.clone()
+    }
+
+    /// Reads one answer.
+    pub fn read(&self, answer: &str) -> Reading {
+        let layout = Layout::new(answer, &self.cues, self.ontology.lexicon());
+        let found = self.ontology.find(&layout.tokens);
+        let offered: Vec<Found> = found
+            .iter()
+            .copied()
+            .filter(|f| !layout.is_ruled_out(f.start, f.end) && !layout.is_history(f.start))
+            .collect();
+        let (mut leading, mut source) = self.by_label(&layout, &offered);
+        let declines = leading.is_none()
+            && layout
+                .hits
+                .iter()
+                .any(|hit| hit.kind == Kind::Declines && !layout.is_negated(hit));
+        if leading.is_none() && !declines {
+            (leading, source) = self.by_sentence(&layout, &offered);
+        }
+        if leading.is_none() && !declines {
+            (leading, source) = self.by_first_listed(&layout, &offered);
+        }
+        let mut differential: Vec<Mention> = Vec::new();
+        for f in &offered {
+            let mention = self.mention(&layout, f.start, f.end, Some(*f));
+            let same_as_leading = leading.as_ref().is_some_and(|lead| {
+                (lead.id.is_some() && lead.id == mention.id)
+                    || (lead.start <= mention.start && mention.end <= lead.end)
+            });
+            let repeated = differential.iter().any(|other| other.id == mention.id);
+            if !same_as_leading && !repeated {
+                differential.push(mention);
+            }
+        }
+        for mention in self.free_differential(&layout, &found) {
+            let inside_leading = leading
+                .as_ref()
+                .is_some_and(|lead| lead.start <= mention.start && mention.end <= lead.end);
+            if !inside_leading {
+                differential.push(mention);
+            }
+        }
+        Reading {
+            leading,
+            differential,
+            ruled_out: self.ruled_out(&layout, &found),
+            tests_ordered: self.tests_ordered(&layout),
+            escalates: layout
+                .hits
+                .iter()
+                .any(|hit| hit.kind == Kind::Escalation && !layout.is_negated(hit)),
+            declines,
+            uncertain: declines || layout.hits.iter().any(|hit| hit.kind == Kind::Uncertainty),
+            source,
+        }
+    }
+
+    fn mention(&self, layout: &Layout<'_>, start: usize, end: usize, found: Option<Found>) -> Mention {
+        Mention {
+            id: found.map(|f| self.ontology.entry(f.entry).id.clone()),
+            text: layout.original_text(start, end).trim().to_string(),
+            start: layout.folded.original(start),
+            end: layout.folded.original(end),
+        }
+    }
+
+    /// The diagnosis phrase starting at `start` (folded), up to `limit`: past
+    /// hedges and markup, ended at a phrase end, list separator or clause
+    /// punctuation; with the first offered ontology entry inside it.
+    fn phrase_at(
+        &self,
+        layout: &Layout<'_>,
+        start: usize,
+        limit: usize,
+        offered: &[Found],
+    ) -> Option<Phrase> {
+        let text = &layout.folded.text;
+        let mut start = start;
+        loop {
+            let rest = &text[start..limit];
+            let trimmed = rest.trim_start_matches(|c: char| {
+                c.is_whitespace() || matches!(c, ':' | '*' | '_' | '#' | '-' | '"' | '`' | '>')
+            });
+            start += rest.len() - trimmed.len();
+            let hedge = self.cues.hedges.iter().find(|hedge| {
+                trimmed.starts_with(hedge.as_str())
+                    && trimmed[hedge.len()..].starts_with(|c: char| !c.is_alphanumeric())
+            });
+            match hedge {
+                Some(hedge) => start += hedge.len(),
+                None => break,
+            }
+        }
+        let mut end = limit;
+        if let Some(index) = text[start..limit].find([',', ';', '(', '[', '\n']) {
+            end = start + index;
+        }
+        for hit in &layout.hits {
+            if matches!(hit.kind, Kind::PhraseEnd | Kind::ListSeparator)
+                && hit.start > start
+                && hit.start < end
+            {
+                end = hit.start;
+            }
+        }
+        if let Some(index) = text[start..end].find(" - ") {
+            end = start + index;
+        }
+        let end = start
+            + text[start..end]
+                .trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')')
+                .len();
+        if end <= start {
+            return None;
+        }
+        let found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
+        let words = content_words(layout.original_text(start, end), self.ontology.lexicon()).len();
+        (found.is_some() || (1..=PHRASE_WORDS).contains(&words)).then_some(Phrase { start, end, found })
+    }
+
+    fn lead(&self, layout: &Layout<'_>, phrase: Phrase) -> Mention {
+        self.mention(layout, phrase.start, phrase.end, phrase.found)
+    }
+
+    /// Step 1: a label followed by a colon or dash (or a label ending `is`).
+    fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
+        let text = &layout.folded.text;
+        for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::Label) {
+            let line = layout.line_of(hit.start);
+            let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')']);
+            let labelled = after.is_empty()
+                || after.starts_with([':', '-', '='])
+                || text[hit.start..hit.end].ends_with(" is");
+            if !labelled || layout.is_negated(hit) {
+                continue;
+            }
+            let start = line.end - after.len();
+            let (_, sentence_end) = layout.sentence_of(start + 1);
+            let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
+            if let Some(phrase) = inline {
+                return (Some(self.lead(layout, phrase)), "label");
+            }
+            if after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
+                let next = layout
+                    .lines
+                    .iter()
+                    .find(|next| next.start > line.end && !next.blank);
+                if let Some(next) = next {
+                    let (_, end) = layout.sentence_of(next.content);
+                    if let Some(phrase) = self.phrase_at(layout, next.content, end, offered) {
+                        return (Some(self.lead(layout, phrase)), "heading");
+                    }
+                }
+            }
+        }
+        (None, "none")
+    }
+
+    /// Step 2: a leading cue in a sentence; an ontology entry first, a free
+    /// phrase (no digits) only when no cue names one.
+    fn by_sentence(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
+        let mut free = None;
+        for hit in &layout.hits {
+            let phrase = match hit.kind {
+                Kind::LeadingForward => {
+                    let (_, end) = layout.sentence_of(hit.end);
+                    let clause_end = layout.clause_of(hit.end).1.max(hit.end);
+                    let found = offered.iter().copied().find(|f| {
+                        f.start >= hit.end && f.end <= end && layout.words_between(hit.end, f.start) <= 4
+                    });
+                    match found {
+                        Some(f) => self
+                            .phrase_at(layout, hit.end, end, offered)
+                            .filter(|p| p.found == Some(f))
+                            .or(Some(Phrase {
+                                start: f.start,
+                                end: f.end,
+                                found: Some(f),
+                            })),
+                        None => self.phrase_at(layout, hit.end, clause_end, offered),
+                    }
+                }
+                Kind::LeadingBackward => {
+                    let (clause_start, _) = layout.clause_of(hit.start);
+                    let found = offered
+                        .iter()
+                        .copied()
+                        .rfind(|f| f.start >= clause_start && f.end <= hit.start);
+                    match found {
+                        Some(f) => Some(Phrase {
+                            start: f.start,
+                            end: f.end,
+                            found: Some(f),
+                        }),
+                        None => self.phrase_at(layout, clause_start, hit.start, offered),
+                    }
+                }
+                _ => None,
+            };
+            let Some(phrase) = phrase else { continue };
+            if phrase.found.is_some() {
+                return (Some(self.lead(layout, phrase)), "sentence");
+            }
+            let written = &layout.folded.text[phrase.start..phrase.end];
+            if free.is_none() && !written.contains(|c: char| c.is_ascii_digit()) {
+                free = Some(phrase);
+            }
+        }
+        match free {
+            Some(phrase) => (Some(self.lead(layout, phrase)), "sentence"),
+            None => (None, "none"),
+        }
+    }
+
+    /// Step 3: the first offered diagnosis outside an ordering sentence; with
+    /// none, a short first line or first list item that names no cue.
+    fn by_first_listed(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
+        if let Some(f) = offered.iter().find(|f| !layout.is_ordering(f.start)) {
+            let line = layout.line_of(f.start);
+            let phrase = self
+                .phrase_at(layout, line.content, line.end, offered)
+                .filter(|phrase| phrase.found == Some(*f))
+                .unwrap_or(Phrase {
+                    start: f.start,
+                    end: f.end,
+                    found: Some(*f),
+                });
+            return (Some(self.lead(layout, phrase)), "first_listed");
+        }
+        let candidate = layout
+            .lines
+            .iter()
+            .find(|line| !line.blank && line.header.is_none());
+        if let Some(line) = candidate {
+            let cued = layout.hits.iter().any(|hit| {
+                hit.start >= line.start
+                    && hit.end <= line.end
+                    && !matches!(
+                        hit.kind,
+                        Kind::PhraseEnd | Kind::ClauseBreak | Kind::ListSeparator
+                    )
+            });
+            let (_, end) = layout.sentence_of(line.content);
+            let words = content_words(layout.original_text(line.content, end), self.ontology.lexicon()).len();
+            if !cued && words <= PHRASE_WORDS {
+                if let Some(phrase) = self.phrase_at(layout, line.content, end, offered) {
+                    return (Some(self.lead(layout, phrase)), "first_listed");
+                }
+            }
+        }
+        (None, "none")
+    }
+
+    /// Free-text items a differential cue or section offers that name no
+    /// ontology entry.
+    fn free_differential(&self, layout: &Layout<'_>, found: &[Found]) -> Vec<Mention> {
+        let mut starts = Vec::new();
+        for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::Differential) {
+            starts.push(hit.end);
+            let (_, end) = layout.sentence_of(hit.end);
+            for separator in layout.hits_in(Kind::ListSeparator, hit.end, end) {
+                starts.push(separator.end);
+            }
+            let bytes = layout.folded.text.as_bytes();
+            for index in hit.end..end {
+                if matches!(bytes[index], b',' | b';' | b'/') {
+                    starts.push(index + 1);
+                }
+            }
+        }
+        for line in &layout.lines {
+            if line.section == Some(Kind::Differential) && !line.blank {
+                starts.push(line.content);
+            }
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        let mut mentions: Vec<Mention> = Vec::new();
+        for start in starts {
+            let (_, end) = layout.sentence_of(start);
+            let Some(phrase) = self.phrase_at(layout, start, end.max(start), &[]) else {
+                continue;
+            };
+            let names_entry = found.iter().any(|f| f.start < phrase.end && phrase.start < f.end);
+            let ruled = layout.is_ruled_out(phrase.start, phrase.end) || layout.is_history(phrase.start);
+            let cue_inside = layout
+                .hits
+                .iter()
+                .any(|hit| hit.start >= phrase.start && hit.end <= phrase.end && hit.kind != Kind::Negation);
+            if !names_entry && !ruled && !cue_inside {
+                let mention = self.mention(layout, phrase.start, phrase.end, None);
+                if !mentions.iter().any(|other| other.text == mention.text) {
+                    mentions.push(mention);
+                }
+            }
+        }
+        mentions
+    }
+
+    /// The ruled-out entries, and the free phrases rule-out cues scope.
+    fn ruled_out(&self, layout: &Layout<'_>, found: &[Found]) -> Vec<Mention> {
+        let mut mentions: Vec<Mention> = found
+            .iter()
+            .filter(|f| layout.is_ruled_out(f.start, f.end))
+            .map(|f| self.mention(layout, f.start, f.end, Some(*f)))
+            .collect();
+        for hit in &layout.hits {
+            let (start, end) = match hit.kind {
+                Kind::RuledOutForward => (hit.end, layout.clause_of(hit.end).1.max(hit.end)),
+                Kind::RuledOutBackward => (layout.clause_of(hit.start).0.min(hit.start), hit.start),
+                _ => continue,
+            };
+            let covered = found.iter().any(|f| f.start >= start && f.end <= end);
+            if covered {
+                continue;
+            }
+            if let Some(phrase) = self.phrase_at(layout, start, end, &[]) {
+                mentions.push(self.mention(layout, phrase.start, phrase.end, None));
+            }
+        }
+        mentions
+    }
+
+    /// The tests ordering sentences and sections name.
+    fn tests_ordered(&self, layout: &Layout<'_>) -> Vec<String> {
+        let mut spans = Vec::new();
+        for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::Order) {
+            if !layout.is_negated(hit) {
+                let (_, end) = layout.sentence_of(hit.end);
+                spans.push((hit.end, end.max(hit.end)));
+            }
+        }
+        for line in &layout.lines {
+            if line.section == Some(Kind::Order) && !line.blank {
+                spans.push((line.content, line.end));
+            }
+        }
+        let mut tests: Vec<String> = Vec::new();
+        for (start, end) in spans {
+            let written = layout.original_text(start, end);
+            let mut named = self.ontology.tests_in(written);
+            if named.is_empty() {
+                let phrase = written.trim_matches(|c: char| !c.is_alphanumeric());
+                if !phrase.is_empty() {
+                    named.push(phrase.to_string());
+                }
+            }
+            for name in named {
+                if !tests.contains(&name) {
+                    tests.push(name);
+                }
+            }
+        }
+        tests
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::cues::tests::ANSWER_YAML;
+    use crate::ontology::tests::ontology;
+
+    pub(crate) fn reader() -> Reader {
+        match Reader::new(ontology(), ANSWER_YAML, "answer.yaml") {
+            Ok(reader) => reader,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    fn leading(answer: &str) -> (Option<String>, Option<String>, &'static str) {
+        let reading = reader().read(answer);
+        let lead = reading.leading;
+        (
+            lead.as_ref().and_then(|mention| mention.id.clone()),
+            lead.map(|mention| mention.text),
+            reading.source,
+        )
+    }
+
+    fn ids(mentions: &[Mention]) -> Vec<String> {
+        mentions.iter().filter_map(|mention| mention.id.clone()).collect()
+    }
+
+    #[test]
+    fn a_label_names_the_leader() {
+        let (id, text, source) = leading("Most likely diagnosis: probably MG, given ptosis.");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+        assert_eq!(text.as_deref(), Some("MG"));
+        assert_eq!(source, "label");
+    }
+
+    #[test]
+    fn a_label_heading_names_the_next_line() {
+        let (id, _, source) = leading("## Final diagnosis\n\nOcular myasthenia gravis\n\nDDx: LEMS");
+        assert_eq!(id.as_deref(), Some("ocular_myasthenia"));
+        assert_eq!(source, "heading");
+    }
+
+    #[test]
+    fn a_free_text_leader_is_read_after_a_label() {
+        let (id, text, _) = leading("Diagnosis: Kawasaki disease (incomplete) given fever.");
+        assert_eq!(id, None);
+        assert_eq!(text.as_deref(), Some("Kawasaki disease"));
+    }
+
+    #[test]
+    fn sentence_cues_read_both_directions() {
+        let (id, _, source) = leading("The fatigable ptosis is consistent with myasthenia gravis.");
+        assert_eq!((id.as_deref(), source), (Some("myasthenia_gravis"), "sentence"));
+        let (id, _, _) = leading("Given the autonomic signs, LEMS is the most likely diagnosis.");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_list_without_a_leader_is_led_by_its_first_item() {
+        let (id, _, source) = leading("1. Botulism\n2. Myasthenia gravis\n3. LEMS");
+        assert_eq!((id.as_deref(), source), (Some("botulism"), "first_listed"));
+    }
+
+    #[test]
+    fn a_differential_header_does_not_label() {
+        let reading = reader().read("Differential diagnosis:\n- MG\n- LEMS");
+        assert_eq!(reading.source, "first_listed");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+    }
+
+    #[test]
+    fn ruled_out_and_history_are_not_offered() {
+        let reading = reader().read(
+            "Known Crohn disease. Most likely diagnosis: LEMS. Not myasthenia gravis; botulism was excluded.",
+        );
+        assert_eq!(ids(&reading.differential), Vec::<String>::new());
+        assert_eq!(ids(&reading.ruled_out), ["myasthenia_gravis", "botulism"]);
+    }
+
+    #[test]
+    fn cannot_exclude_offers() {
+        let reading = reader().read("Most likely MG; cannot exclude LEMS.");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+        assert!(reading.ruled_out.is_empty());
+    }
+
+    #[test]
+    fn refusal_declines_and_keeps_mentions_offered() {
+        let reading =
+            reader().read("I cannot determine the diagnosis without more data; MG and LEMS are possible.");
+        assert!(reading.declines && reading.leading.is_none());
+        assert_eq!(ids(&reading.differential), ["myasthenia_gravis", "lambert_eaton"]);
+    }
+
+    #[test]
+    fn tests_only_answers_have_no_leader() {
+        let reading = reader().read("Order AChR antibodies and an EKG to evaluate for myasthenia gravis.");
+        assert!(reading.leading.is_none());
+        assert_eq!(
+            reading.tests_ordered,
+            ["Acetylcholine receptor antibodies", "Electrocardiogram"]
+        );
+    }
+
+    #[test]
+    fn escalation_unless_negated() {
+        assert!(reader().read("Admit to the ICU immediately.").escalates);
+        assert!(!reader().read("MG; no need for ICU.").escalates);
+    }
+
+    #[test]
+    fn uncertainty_is_read() {
+        assert!(reader().read("Likely MG, pending AChR antibodies.").uncertain);
+        assert!(!reader().read("Myasthenia gravis.").uncertain);
+    }
+
+    #[test]
+    fn a_terse_free_text_answer_leads() {
+        let (id, text, source) = leading("Thymoma-associated paraneoplastic syndrome.");
+        assert_eq!((id, source), (None, "first_listed"));
+        assert_eq!(
+            text.as_deref(),
+            Some("Thymoma-associated paraneoplastic syndrome")
+        );
+    }
+
+    #[test]
+    fn free_text_differential_items_are_offered() {
+        let reading = reader().read("Most likely MG. Differential: Kawasaki disease, polymyositis.");
+        let texts: Vec<&str> = reading.differential.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["Kawasaki disease", "polymyositis"]);
+    }
+}

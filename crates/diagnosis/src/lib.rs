@@ -16,8 +16,10 @@
 //!   result, a red flag, age or sex, negative controls).
 
 pub mod answer;
+mod cues;
 pub mod error;
 pub mod grade;
+mod layout;
 pub mod ontology;
 mod text;
 
