@@ -116,17 +116,18 @@ impl Reader {
             .copied()
             .filter(|f| !layout.is_ruled_out(f.start, f.end) && !layout.is_history(f.start))
             .collect();
+        let free = self.free_differential(&layout, &found);
         let (mut leading, mut source) = self.by_label(&layout, &offered);
-        let declines = leading.is_none()
+        let declines = source != "label"
             && layout
                 .hits
                 .iter()
                 .any(|hit| hit.kind == Kind::Declines && !layout.is_negated(hit));
-        if leading.is_none() && !declines {
+        if leading.is_none() {
             (leading, source) = self.by_sentence(&layout, &offered);
         }
-        if leading.is_none() && !declines {
-            (leading, source) = self.by_first_listed(&layout, &offered);
+        if leading.is_none() {
+            (leading, source) = self.by_first_listed(&layout, &offered, &free, declines);
         }
         let mut differential: Vec<Mention> = Vec::new();
         for f in &offered {
@@ -140,7 +141,7 @@ impl Reader {
                 differential.push(mention);
             }
         }
-        for mention in self.free_differential(&layout, &found) {
+        for mention in free {
             let inside_leading = leading
                 .as_ref()
                 .is_some_and(|lead| lead.start <= mention.start && mention.end <= lead.end);
@@ -200,8 +201,25 @@ impl Reader {
             }
         }
         let mut end = limit;
-        if let Some(index) = text[start..limit].find([',', ';', '(', '[', '\n']) {
-            end = start + index;
+        let mut from = start;
+        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '\n']) {
+            let at = from + index;
+            // A parenthesis inside a name (`Epidermoid (epidermal inclusion)
+            // cyst`) is skipped when a word follows it.
+            let closing = text[at..limit].find(')').map(|offset| at + offset + 1);
+            let continues = closing.is_some_and(|close| {
+                text[close..limit].starts_with(' ')
+                    && text[close..limit]
+                        .trim_start()
+                        .starts_with(|c: char| c.is_alphanumeric())
+            });
+            match closing {
+                Some(close) if text.as_bytes()[at] == b'(' && continues => from = close,
+                _ => {
+                    end = at;
+                    break;
+                }
+            }
         }
         for hit in &layout.hits {
             if matches!(hit.kind, Kind::PhraseEnd | Kind::ListSeparator)
@@ -213,6 +231,16 @@ impl Reader {
         }
         if let Some(index) = text[start..end].find(" - ") {
             end = start + index;
+        }
+        // A cue ends the phrase; a phrase that starts with one is none.
+        for hit in &layout.hits {
+            let stops = !matches!(
+                hit.kind,
+                Kind::Negation | Kind::ClauseBreak | Kind::ListSeparator | Kind::PhraseEnd | Kind::Escalation
+            );
+            if stops && hit.start >= start && hit.start < end {
+                end = hit.start;
+            }
         }
         let end = start
             + text[start..end]
@@ -233,16 +261,29 @@ impl Reader {
     /// Step 1: a label followed by a colon or dash (or a label ending `is`).
     fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
         let text = &layout.folded.text;
-        for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::Label) {
+        for hit in &layout.hits {
             let line = layout.line_of(hit.start);
             let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')']);
-            let labelled = after.is_empty()
-                || after.starts_with([':', '-', '='])
-                || text[hit.start..hit.end].ends_with(" is");
-            if !labelled || layout.is_negated(hit) {
+            let heading = hit.kind == Kind::LeadingForward
+                && after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty()
+                && layout.words_between(line.content, hit.start) == 0;
+            if hit.kind != Kind::Label && !heading {
                 continue;
             }
-            let start = line.end - after.len();
+            let link = self
+                .cues
+                .label_links
+                .iter()
+                .find(|link| after.starts_with(link.as_str()) && after[link.len()..].starts_with(' '));
+            let labelled = after.is_empty()
+                || after.starts_with([':', '-', '='])
+                || link.is_some()
+                || text[hit.start..hit.end].ends_with(" is");
+            let (clause_start, _) = layout.clause_of(hit.start);
+            if !labelled || layout.is_negated(hit) || layout.words_between(clause_start, hit.start) > 3 {
+                continue;
+            }
+            let start = line.end - after.len() + link.map_or(0, String::len);
             let (_, sentence_end) = layout.sentence_of(start + 1);
             let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
             if let Some(phrase) = inline {
@@ -285,24 +326,12 @@ impl Reader {
                                 end: f.end,
                                 found: Some(f),
                             })),
-                        None => self.phrase_at(layout, hit.end, clause_end, offered),
+                        None => self
+                            .phrase_at(layout, hit.end, clause_end, offered)
+                            .or_else(|| self.backward(layout, hit.start, offered)),
                     }
                 }
-                Kind::LeadingBackward => {
-                    let (clause_start, _) = layout.clause_of(hit.start);
-                    let found = offered
-                        .iter()
-                        .copied()
-                        .rfind(|f| f.start >= clause_start && f.end <= hit.start);
-                    match found {
-                        Some(f) => Some(Phrase {
-                            start: f.start,
-                            end: f.end,
-                            found: Some(f),
-                        }),
-                        None => self.phrase_at(layout, clause_start, hit.start, offered),
-                    }
-                }
+                Kind::LeadingBackward => self.backward(layout, hit.start, offered),
                 _ => None,
             };
             let Some(phrase) = phrase else { continue };
@@ -320,10 +349,34 @@ impl Reader {
         }
     }
 
+    /// The diagnosis a backward cue at `cue` scopes: the last offered entry
+    /// before it in its clause, else the clause's phrase.
+    fn backward(&self, layout: &Layout<'_>, cue: usize, offered: &[Found]) -> Option<Phrase> {
+        let (clause_start, _) = layout.clause_of(cue);
+        let found = offered
+            .iter()
+            .copied()
+            .rfind(|f| f.start >= clause_start && f.end <= cue);
+        match found {
+            Some(f) => Some(Phrase {
+                start: f.start,
+                end: f.end,
+                found: Some(f),
+            }),
+            None => self.phrase_at(layout, clause_start, cue, offered),
+        }
+    }
+
     /// Step 3: the first offered diagnosis outside an ordering sentence; with
     /// none, a short first line or first list item that names no cue.
-    fn by_first_listed(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
-        if let Some(f) = offered.iter().find(|f| !layout.is_ordering(f.start)) {
+    fn by_first_listed(
+        &self,
+        layout: &Layout<'_>,
+        offered: &[Found],
+        free: &[Mention],
+        declines: bool,
+    ) -> (Option<Mention>, &'static str) {
+        let entry = offered.iter().find(|f| !layout.is_ordering(f.start)).map(|f| {
             let line = layout.line_of(f.start);
             let phrase = self
                 .phrase_at(layout, line.content, line.end, offered)
@@ -333,69 +386,87 @@ impl Reader {
                     end: f.end,
                     found: Some(*f),
                 });
-            return (Some(self.lead(layout, phrase)), "first_listed");
+            self.lead(layout, phrase)
+        });
+        let item = free.first().cloned();
+        let opening = if declines {
+            None
+        } else {
+            self.opening_phrase(layout, offered)
+        };
+        let first = [entry, item, opening]
+            .into_iter()
+            .flatten()
+            .min_by_key(|mention| mention.start);
+        match first {
+            Some(mention) => (Some(mention), "first_listed"),
+            None => (None, "none"),
         }
-        let candidate = layout
+    }
+
+    /// The phrase that opens the answer's first line, unless that line
+    /// opens a narrative (`I need ...`, `These results ...`, an age).
+    fn opening_phrase(&self, layout: &Layout<'_>, offered: &[Found]) -> Option<Mention> {
+        let line = layout
             .lines
             .iter()
-            .find(|line| !line.blank && line.header.is_none());
-        if let Some(line) = candidate {
-            let cued = layout.hits.iter().any(|hit| {
-                hit.start >= line.start
-                    && hit.end <= line.end
-                    && !matches!(
-                        hit.kind,
-                        Kind::PhraseEnd | Kind::ClauseBreak | Kind::ListSeparator
-                    )
+            .find(|line| !line.blank && line.header.is_none())?;
+        let (_, end) = layout.sentence_of(line.content);
+        let opening = &layout.folded.text[line.content..end];
+        let narrative = opening.starts_with(|c: char| c.is_ascii_digit())
+            || self.cues.narrative_starts.iter().any(|word| {
+                opening.starts_with(word.as_str())
+                    && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
             });
-            let (_, end) = layout.sentence_of(line.content);
-            let words = content_words(layout.original_text(line.content, end), self.ontology.lexicon()).len();
-            if !cued && words <= PHRASE_WORDS {
-                if let Some(phrase) = self.phrase_at(layout, line.content, end, offered) {
-                    return (Some(self.lead(layout, phrase)), "first_listed");
-                }
-            }
+        if narrative {
+            return None;
         }
-        (None, "none")
+        let phrase = self.phrase_at(layout, line.content, end, offered)?;
+        let written = &layout.folded.text[phrase.start..phrase.end];
+        (!written.starts_with(|c: char| c.is_ascii_digit())).then(|| self.lead(layout, phrase))
     }
 
     /// Free-text items a differential cue or section offers that name no
     /// ontology entry.
     fn free_differential(&self, layout: &Layout<'_>, found: &[Found]) -> Vec<Mention> {
-        let mut starts = Vec::new();
+        let mut spans = Vec::new();
         for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::Differential) {
-            starts.push(hit.end);
             let (_, end) = layout.sentence_of(hit.end);
+            let end = end.max(hit.end);
+            spans.push((hit.end, end));
             for separator in layout.hits_in(Kind::ListSeparator, hit.end, end) {
-                starts.push(separator.end);
+                spans.push((separator.end, end));
             }
             let bytes = layout.folded.text.as_bytes();
             for index in hit.end..end {
                 if matches!(bytes[index], b',' | b';' | b'/') {
-                    starts.push(index + 1);
+                    spans.push((index + 1, end));
                 }
             }
         }
         for line in &layout.lines {
             if line.section == Some(Kind::Differential) && !line.blank {
-                starts.push(line.content);
+                spans.push((line.content, line.end));
             }
         }
-        starts.sort_unstable();
-        starts.dedup();
+        for hit in layout
+            .hits
+            .iter()
+            .filter(|hit| hit.kind == Kind::DifferentialBackward)
+        {
+            let (clause_start, _) = layout.clause_of(hit.start);
+            spans.push((clause_start.min(hit.start), hit.start));
+        }
+        spans.sort_unstable();
+        spans.dedup_by_key(|span| span.0);
         let mut mentions: Vec<Mention> = Vec::new();
-        for start in starts {
-            let (_, end) = layout.sentence_of(start);
-            let Some(phrase) = self.phrase_at(layout, start, end.max(start), &[]) else {
+        for (start, end) in spans {
+            let Some(phrase) = self.phrase_at(layout, start, end, &[]) else {
                 continue;
             };
             let names_entry = found.iter().any(|f| f.start < phrase.end && phrase.start < f.end);
             let ruled = layout.is_ruled_out(phrase.start, phrase.end) || layout.is_history(phrase.start);
-            let cue_inside = layout
-                .hits
-                .iter()
-                .any(|hit| hit.start >= phrase.start && hit.end <= phrase.end && hit.kind != Kind::Negation);
-            if !names_entry && !ruled && !cue_inside {
+            if !names_entry && !ruled {
                 let mention = self.mention(layout, phrase.start, phrase.end, None);
                 if !mentions.iter().any(|other| other.text == mention.text) {
                     mentions.push(mention);
@@ -509,7 +580,7 @@ pub(crate) mod tests {
     fn a_free_text_leader_is_read_after_a_label() {
         let (id, text, _) = leading("Diagnosis: Kawasaki disease (incomplete) given fever.");
         assert_eq!(id, None);
-        assert_eq!(text.as_deref(), Some("Kawasaki disease"));
+        assert_eq!(text.as_deref(), Some("Kawasaki disease (incomplete)"));
     }
 
     #[test]
@@ -550,11 +621,14 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn refusal_declines_and_keeps_mentions_offered() {
+    fn a_refusal_that_lists_possibilities_is_led_by_the_first() {
         let reading =
             reader().read("I cannot determine the diagnosis without more data; MG and LEMS are possible.");
-        assert!(reading.declines && reading.leading.is_none());
-        assert_eq!(ids(&reading.differential), ["myasthenia_gravis", "lambert_eaton"]);
+        assert!(reading.declines);
+        assert_eq!(reading.source, "first_listed");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+        let bare = reader().read("I need more information before naming a diagnosis.");
+        assert!(bare.declines && bare.leading.is_none());
     }
 
     #[test]

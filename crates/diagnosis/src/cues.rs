@@ -23,6 +23,9 @@ struct RawCues {
     leading_forward: Vec<String>,
     leading_backward: Vec<String>,
     differential: Vec<String>,
+    differential_backward: Vec<String>,
+    label_links: Vec<String>,
+    narrative_starts: Vec<String>,
     ruled_out_forward: Vec<String>,
     ruled_out_backward: Vec<String>,
     history: Vec<String>,
@@ -46,6 +49,7 @@ pub(crate) enum Kind {
     LeadingForward,
     LeadingBackward,
     Differential,
+    DifferentialBackward,
     RuledOutForward,
     RuledOutBackward,
     History,
@@ -73,6 +77,10 @@ pub(crate) struct Cues {
     structural: Vec<(Kind, String)>,
     independent: Vec<(Kind, String)>,
     pub hedges: Vec<String>,
+    /// Words between a label and its diagnosis (`is`, `would be`).
+    pub label_links: Vec<String>,
+    /// Words that open a sentence that is no diagnosis (`I`, `these`).
+    pub narrative_starts: Vec<String>,
     pub lexicon: Lexicon,
 }
 
@@ -96,7 +104,7 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 15] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 16] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
             (
                 "leading_forward",
@@ -111,6 +119,12 @@ impl Cues {
                 true,
             ),
             ("differential", Kind::Differential, &raw.differential, true),
+            (
+                "differential_backward",
+                Kind::DifferentialBackward,
+                &raw.differential_backward,
+                true,
+            ),
             (
                 "ruled_out_forward",
                 Kind::RuledOutForward,
@@ -162,6 +176,8 @@ impl Cues {
             structural,
             independent,
             hedges: raw.hedges,
+            label_links: raw.label_links,
+            narrative_starts: raw.narrative_starts,
             lexicon,
         })
     }

@@ -93,6 +93,11 @@ impl<'a> Reference<'a> {
         let lexicon = ontology.lexicon();
         let entry = ontology.resolve(text);
         let mut names: Vec<&str> = vec![text];
+        // `Progressive multifocal leukoencephalopathy (PML)`: the name and
+        // its bracketed abbreviation are each a form.
+        if let Some((outside, inside)) = text.split_once('(') {
+            names = vec![outside.trim(), inside.trim_end().trim_end_matches(')')];
+        }
         if let Some(entry) = entry {
             names.push(&entry.name);
             names.extend(entry.synonyms.iter().map(String::as_str));
@@ -274,6 +279,21 @@ mod tests {
             Grade::Exact
         );
         assert_eq!(graded("Diagnosis: acute kidney injury", "AKI"), Grade::Exact);
+    }
+
+    #[test]
+    fn a_bracketed_abbreviation_is_a_form_of_the_reference() {
+        assert_eq!(
+            graded("NRDS (preterm)", "Neonatal respiratory distress syndrome (NRDS)"),
+            Grade::Exact
+        );
+        assert_eq!(
+            graded(
+                "Diagnosis: neonatal respiratory distress",
+                "Neonatal respiratory distress syndrome (NRDS)"
+            ),
+            Grade::Exact
+        );
     }
 
     #[test]

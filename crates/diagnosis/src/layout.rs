@@ -150,6 +150,9 @@ impl<'a> Layout<'a> {
                 && !text[..index].ends_with("e.g")
                 && !text[..index].ends_with("i.e")
                 && !text[..index].ends_with(|c: char| c.is_ascii_digit())
+                && !self.original[self.folded.original(index + 1)..]
+                    .trim_start()
+                    .starts_with(|c: char| c.is_lowercase())
             {
                 if index < position {
                     start = index + 1;
