@@ -124,7 +124,7 @@ impl Reader {
                 .iter()
                 .any(|hit| hit.kind == Kind::Declines && !layout.is_negated(hit));
         if leading.is_none() {
-            (leading, source) = self.by_sentence(&layout, &offered);
+            (leading, source) = self.by_sentence(&layout, &offered, declines);
         }
         if leading.is_none() {
             (leading, source) = self.by_first_listed(&layout, &offered, &free, declines);
@@ -307,7 +307,12 @@ impl Reader {
 
     /// Step 2: a leading cue in a sentence; an ontology entry first, a free
     /// phrase (no digits) only when no cue names one.
-    fn by_sentence(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
+    fn by_sentence(
+        &self,
+        layout: &Layout<'_>,
+        offered: &[Found],
+        declines: bool,
+    ) -> (Option<Mention>, &'static str) {
         let mut free = None;
         for hit in &layout.hits {
             let phrase = match hit.kind {
@@ -339,7 +344,7 @@ impl Reader {
                 return (Some(self.lead(layout, phrase)), "sentence");
             }
             let written = &layout.folded.text[phrase.start..phrase.end];
-            if free.is_none() && !written.contains(|c: char| c.is_ascii_digit()) {
+            if free.is_none() && !declines && !written.contains(|c: char| c.is_ascii_digit()) {
                 free = Some(phrase);
             }
         }
@@ -376,7 +381,12 @@ impl Reader {
         free: &[Mention],
         declines: bool,
     ) -> (Option<Mention>, &'static str) {
-        let entry = offered.iter().find(|f| !layout.is_ordering(f.start)).map(|f| {
+        // A refusal is led only by what it offers as a possibility.
+        let entry = offered
+            .iter()
+            .filter(|f| !declines || layout.is_offered_by_cue(f.start))
+            .find(|f| !layout.is_ordering(f.start))
+            .map(|f| {
             let line = layout.line_of(f.start);
             let phrase = self
                 .phrase_at(layout, line.content, line.end, offered)
@@ -465,7 +475,9 @@ impl Reader {
                 continue;
             };
             let names_entry = found.iter().any(|f| f.start < phrase.end && phrase.start < f.end);
-            let ruled = layout.is_ruled_out(phrase.start, phrase.end) || layout.is_history(phrase.start);
+            let ruled = layout.is_ruled_out(phrase.start, phrase.end)
+                || layout.is_history(phrase.start)
+                || layout.is_ordering(phrase.start);
             if !names_entry && !ruled {
                 let mention = self.mention(layout, phrase.start, phrase.end, None);
                 if !mentions.iter().any(|other| other.text == mention.text) {

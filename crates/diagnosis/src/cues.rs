@@ -34,6 +34,7 @@ struct RawCues {
     order: Vec<String>,
     escalation: Vec<String>,
     negations: Vec<String>,
+    pronouns: Vec<String>,
     hedges: Vec<String>,
     phrase_ends: Vec<String>,
     clause_breaks: Vec<String>,
@@ -58,6 +59,7 @@ pub(crate) enum Kind {
     Order,
     Escalation,
     Negation,
+    Pronoun,
     PhraseEnd,
     ClauseBreak,
     ListSeparator,
@@ -104,7 +106,7 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 16] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 17] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
             (
                 "leading_forward",
@@ -143,6 +145,7 @@ impl Cues {
             ("order", Kind::Order, &raw.order, false),
             ("escalation", Kind::Escalation, &raw.escalation, false),
             ("negations", Kind::Negation, &raw.negations, false),
+            ("pronouns", Kind::Pronoun, &raw.pronouns, false),
             ("phrase_ends", Kind::PhraseEnd, &raw.phrase_ends, false),
             ("clause_breaks", Kind::ClauseBreak, &raw.clause_breaks, false),
             (

@@ -120,14 +120,29 @@ impl<'a> Reference<'a> {
     pub(crate) fn is_exact(&self, reader: &Reader, mention: &Mention) -> bool {
         let ontology = reader.ontology();
         if let (Some(entry), Some(id)) = (self.entry, &mention.id) {
-            return *id == entry.id || ontology.is_broader(&entry.id, id);
+            if *id == entry.id || ontology.is_broader(&entry.id, id) {
+                return true;
+            }
+            // A phrase read as a broader entry that still spells out one of
+            // the reference's names (`spontaneous transmural oesophageal
+            // rupture` under `oesophageal perforation`) names the reference.
+            if !ontology.is_broader(id, &entry.id) {
+                return false;
+            }
+            return self.spells_out(reader, &[mention.text.as_str()]);
         }
-        let lexicon = ontology.lexicon();
         let mut phrases = vec![mention.text.as_str()];
         if let Some(found) = mention.id.as_deref().and_then(|id| ontology.diagnosis(id)) {
             phrases.push(&found.name);
             phrases.extend(found.synonyms.iter().map(String::as_str));
         }
+        self.spells_out(reader, &phrases)
+    }
+
+    /// Whether a phrase holds all the content words of one of the
+    /// reference's names, or its abbreviation, or expands it.
+    fn spells_out(&self, reader: &Reader, phrases: &[&str]) -> bool {
+        let lexicon = reader.ontology().lexicon();
         phrases.iter().any(|phrase| {
             let present: HashSet<String> = content_words(phrase, lexicon).into_iter().collect();
             let holds_form = self

@@ -215,11 +215,24 @@ impl<'a> Layout<'a> {
             return true;
         }
         let (clause_start, clause_end) = self.clause_of(start);
+        let (_, sentence_end) = self.sentence_of(start);
         self.hits_in(Kind::RuledOutForward, clause_start, start)
             .any(|hit| self.words_between(hit.end, start) <= FORWARD_REACH)
             || self
                 .hits_in(Kind::RuledOutBackward, end, clause_end.max(end))
                 .any(|hit| self.words_between(end, hit.start) <= BACKWARD_REACH)
+            || self
+                .hits_in(Kind::RuledOutBackward, clause_end.max(end), sentence_end.max(end))
+                .any(|hit| self.refers_back(hit.start))
+    }
+
+    /// Whether the clause of a backward cue at `cue` has a pronoun for its
+    /// subject (`..., but they are unlikely`), which refers back to the
+    /// sentence before it.
+    fn refers_back(&self, cue: usize) -> bool {
+        let (clause_start, _) = self.clause_of(cue);
+        self.hits_in(Kind::Pronoun, clause_start, cue)
+            .any(|hit| self.words_between(clause_start, hit.start) == 0 && self.words_between(hit.end, cue) <= 1)
     }
 
     /// Whether a span restates history (`known X`, `history of X`).
@@ -237,6 +250,21 @@ impl<'a> Layout<'a> {
         let (sentence_start, _) = self.sentence_of(start);
         self.hits_in(Kind::Order, sentence_start, start)
             .any(|hit| !self.is_negated(hit))
+    }
+
+    /// Whether a span is offered by a differential cue (in its sentence,
+    /// before or after it) or sits in a differential section.
+    pub fn is_offered_by_cue(&self, start: usize) -> bool {
+        if self.line_of(start).section == Some(Kind::Differential) {
+            return true;
+        }
+        let (sentence_start, sentence_end) = self.sentence_of(start);
+        self.hits_in(Kind::Differential, sentence_start, start).next().is_some()
+            || self
+                .hits_in(Kind::DifferentialBackward, start, sentence_end)
+                .next()
+                .is_some()
+            || self.hits_in(Kind::LeadingForward, sentence_start, start).next().is_some()
     }
 
     /// Whether a cue is negated by a negation shortly before it in its clause.
