@@ -114,7 +114,11 @@ impl Reader {
         let offered: Vec<Found> = found
             .iter()
             .copied()
-            .filter(|f| !layout.is_ruled_out(f.start, f.end) && !layout.is_history(f.start))
+            .filter(|f| {
+                !layout.is_ruled_out(f.start, f.end)
+                    && !layout.is_history(f.start)
+                    && !layout.is_question(f.start)
+            })
             .collect();
         let free = self.free_differential(&layout, &found);
         let (mut leading, mut source) = self.by_label(&layout, &offered);
@@ -387,17 +391,17 @@ impl Reader {
             .filter(|f| !declines || layout.is_offered_by_cue(f.start))
             .find(|f| !layout.is_ordering(f.start))
             .map(|f| {
-            let line = layout.line_of(f.start);
-            let phrase = self
-                .phrase_at(layout, line.content, line.end, offered)
-                .filter(|phrase| phrase.found == Some(*f))
-                .unwrap_or(Phrase {
-                    start: f.start,
-                    end: f.end,
-                    found: Some(*f),
-                });
-            self.lead(layout, phrase)
-        });
+                let line = layout.line_of(f.start);
+                let phrase = self
+                    .phrase_at(layout, line.content, line.end, offered)
+                    .filter(|phrase| phrase.found == Some(*f))
+                    .unwrap_or(Phrase {
+                        start: f.start,
+                        end: f.end,
+                        found: Some(*f),
+                    });
+                self.lead(layout, phrase)
+            });
         let item = free.first().cloned();
         let opening = if declines {
             None
@@ -447,10 +451,9 @@ impl Reader {
             for separator in layout.hits_in(Kind::ListSeparator, hit.end, end) {
                 spans.push((separator.end, end));
             }
-            let bytes = layout.folded.text.as_bytes();
-            for index in hit.end..end {
-                if matches!(bytes[index], b',' | b';' | b'/') {
-                    spans.push((index + 1, end));
+            for (offset, byte) in layout.folded.text.as_bytes()[hit.end..end].iter().enumerate() {
+                if matches!(byte, b',' | b';' | b'/') {
+                    spans.push((hit.end + offset + 1, end));
                 }
             }
         }

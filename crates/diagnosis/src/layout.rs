@@ -170,9 +170,10 @@ impl<'a> Layout<'a> {
         let (sentence_start, sentence_end) = self.sentence_of(position);
         let mut start = sentence_start;
         let mut end = sentence_end;
-        let bytes = self.folded.text.as_bytes();
-        for index in sentence_start..sentence_end {
-            if matches!(bytes[index], b',' | b';' | b'(' | b')') {
+        let bytes = &self.folded.text.as_bytes()[sentence_start..sentence_end];
+        for (offset, byte) in bytes.iter().enumerate() {
+            let index = sentence_start + offset;
+            if matches!(byte, b',' | b';' | b'(' | b')') {
                 if index < position {
                     start = index + 1;
                 } else {
@@ -231,8 +232,9 @@ impl<'a> Layout<'a> {
     /// sentence before it.
     fn refers_back(&self, cue: usize) -> bool {
         let (clause_start, _) = self.clause_of(cue);
-        self.hits_in(Kind::Pronoun, clause_start, cue)
-            .any(|hit| self.words_between(clause_start, hit.start) == 0 && self.words_between(hit.end, cue) <= 1)
+        self.hits_in(Kind::Pronoun, clause_start, cue).any(|hit| {
+            self.words_between(clause_start, hit.start) == 0 && self.words_between(hit.end, cue) <= 1
+        })
     }
 
     /// Whether a span restates history (`known X`, `history of X`).
@@ -240,6 +242,12 @@ impl<'a> Layout<'a> {
         let (clause_start, _) = self.clause_of(start);
         self.hits_in(Kind::History, clause_start, start)
             .any(|hit| self.words_between(hit.end, start) <= FORWARD_REACH)
+    }
+
+    /// Whether a span sits in a question (`is there bilious vomiting?`).
+    pub fn is_question(&self, start: usize) -> bool {
+        let (_, end) = self.sentence_of(start);
+        self.folded.text[end..].starts_with('?')
     }
 
     /// Whether a span sits in a sentence or section that orders tests.
@@ -259,12 +267,17 @@ impl<'a> Layout<'a> {
             return true;
         }
         let (sentence_start, sentence_end) = self.sentence_of(start);
-        self.hits_in(Kind::Differential, sentence_start, start).next().is_some()
+        self.hits_in(Kind::Differential, sentence_start, start)
+            .next()
+            .is_some()
             || self
                 .hits_in(Kind::DifferentialBackward, start, sentence_end)
                 .next()
                 .is_some()
-            || self.hits_in(Kind::LeadingForward, sentence_start, start).next().is_some()
+            || self
+                .hits_in(Kind::LeadingForward, sentence_start, start)
+                .next()
+                .is_some()
     }
 
     /// Whether a cue is negated by a negation shortly before it in its clause.
