@@ -48,6 +48,9 @@ pub struct Reading {
     pub ruled_out: Vec<Mention>,
     /// Tests ordered: `tests.yaml` names, else the ordering phrase as written.
     pub tests_ordered: Vec<String>,
+    /// Every ordering phrase as written (the text after an ordering cue, or
+    /// a line under an ordering header).
+    pub orders: Vec<String>,
     pub escalates: bool,
     /// The answer will not commit to a diagnosis.
     pub declines: bool,
@@ -153,11 +156,13 @@ impl Reader {
                 differential.push(mention);
             }
         }
+        let (tests_ordered, orders) = self.tests_ordered(&layout);
         Reading {
             leading,
             differential,
             ruled_out: self.ruled_out(&layout, &found),
-            tests_ordered: self.tests_ordered(&layout),
+            tests_ordered,
+            orders,
             escalates: layout
                 .hits
                 .iter()
@@ -516,7 +521,7 @@ impl Reader {
     }
 
     /// The tests ordering sentences and sections name.
-    fn tests_ordered(&self, layout: &Layout<'_>) -> Vec<String> {
+    fn tests_ordered(&self, layout: &Layout<'_>) -> (Vec<String>, Vec<String>) {
         let mut spans = Vec::new();
         for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::Order) {
             if !layout.is_negated(hit) {
@@ -530,8 +535,10 @@ impl Reader {
             }
         }
         let mut tests: Vec<String> = Vec::new();
+        let mut phrases = Vec::new();
         for (start, end) in spans {
             let written = layout.original_text(start, end);
+            phrases.push(written.trim().to_string());
             let mut named = self.ontology.tests_in(written);
             if named.is_empty() {
                 let phrase = written.trim_matches(|c: char| !c.is_alphanumeric());
@@ -545,7 +552,7 @@ impl Reader {
                 }
             }
         }
-        tests
+        (tests, phrases)
     }
 }
 
@@ -683,5 +690,82 @@ pub(crate) mod tests {
         let reading = reader().read("Most likely MG. Differential: Kawasaki disease, polymyositis.");
         let texts: Vec<&str> = reading.differential.iter().map(|m| m.text.as_str()).collect();
         assert_eq!(texts, ["Kawasaki disease", "polymyositis"]);
+    }
+    #[test]
+    fn a_label_may_link_with_is() {
+        let (id, _, source) = leading("Given the autonomic signs, the final diagnosis is LEMS.");
+        assert_eq!((id.as_deref(), source), (Some("lambert_eaton"), "label"));
+    }
+
+    #[test]
+    fn a_label_deep_in_a_sentence_is_no_label() {
+        let reading = reader()
+            .read("A breast mass needs imaging and a biopsy before a diagnosis: mammogram, ultrasound.");
+        assert_eq!(reading.leading, None);
+        assert!(reading.declines);
+    }
+
+    #[test]
+    fn a_leading_cue_heading_names_the_next_line() {
+        let (id, _, source) = leading("## Most likely\nBotulism\n\n## Differential\n- MG");
+        assert_eq!((id.as_deref(), source), (Some("botulism"), "heading"));
+    }
+
+    #[test]
+    fn a_parenthesis_inside_a_name_is_kept() {
+        let (_, text, _) =
+            leading("Most likely diagnosis: Epidermoid (epidermal inclusion) cyst\nDifferential: lipoma");
+        assert_eq!(text.as_deref(), Some("Epidermoid (epidermal inclusion) cyst"));
+    }
+
+    #[test]
+    fn the_head_condition_leads_and_its_cause_is_offered() {
+        let reading = reader().read("Pneumonia secondary to botulism");
+        assert_eq!(reading.leading.and_then(|m| m.id).as_deref(), Some("pneumonia"));
+        assert_eq!(ids(&reading.differential), ["botulism"]);
+    }
+
+    #[test]
+    fn a_backward_differential_cue_offers_free_text() {
+        let reading = reader().read("Probably MG, though Kawasaki disease cannot be excluded.");
+        let texts: Vec<&str> = reading.differential.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["Kawasaki disease"]);
+    }
+
+    #[test]
+    fn a_pronoun_carries_a_rule_out_back() {
+        let reading =
+            reader().read("Botulism is common, but it is unlikely here. The final diagnosis is LEMS.");
+        assert_eq!(ids(&reading.ruled_out), ["botulism"]);
+    }
+
+    #[test]
+    fn questions_offer_nothing() {
+        let reading = reader().read("Before I name anything: is there botulism exposure? Diagnosis: LEMS.");
+        assert!(reading.differential.is_empty());
+    }
+
+    #[test]
+    fn a_narrative_opening_does_not_lead() {
+        assert_eq!(leading("I need an AP pelvis and a lateral film.").0, None);
+        assert_eq!(leading("I need an AP pelvis and a lateral film.").2, "none");
+        assert_eq!(leading("45-year-old with ptosis.").2, "none");
+    }
+
+    #[test]
+    fn a_refusal_is_led_only_by_its_possibilities() {
+        let reading = reader().read(
+            "I would not name a diagnosis yet. He had botulism as a child? Possibilities include LEMS.",
+        );
+        assert_eq!(
+            reading.leading.and_then(|m| m.id).as_deref(),
+            Some("lambert_eaton")
+        );
+    }
+
+    #[test]
+    fn an_abbreviation_with_a_period_does_not_end_the_sentence() {
+        let (_, text, _) = leading("Int. hemorrhoids (painless bleeding). ddx: fissure");
+        assert_eq!(text.as_deref(), Some("Int. hemorrhoids"));
     }
 }

@@ -202,6 +202,7 @@ pub fn judge_pair(
         let orders = after
             .tests_ordered
             .iter()
+            .chain(&after.orders)
             .any(|ordered| reader.ontology().test_matches(test, ordered));
         if orders {
             return verdict(
@@ -354,6 +355,38 @@ mod tests {
         assert_eq!(
             judged("Diagnosis: MG", "Diagnosis: MG", expectation),
             PairLabel::Ignored
+        );
+    }
+
+    #[test]
+    fn order_test_reads_tests_the_file_does_not_know() {
+        let expectation = Expectation {
+            order_test: Some("serum ferritin"),
+            ..Expectation::default()
+        };
+        assert_eq!(
+            judged(
+                "Diagnosis: MG",
+                "Diagnosis: MG. Check a CBC and serum ferritin.",
+                expectation
+            ),
+            PairLabel::UpdatedCorrect
+        );
+    }
+
+    #[test]
+    fn diagnosis_away_counts_an_explicit_exclusion() {
+        let expectation = Expectation {
+            diagnosis_away: true,
+            ..Expectation::default()
+        };
+        assert_eq!(
+            judged(
+                "Diagnosis: MG",
+                "With negative antibodies, MG is unlikely; most likely LEMS.",
+                expectation
+            ),
+            PairLabel::UpdatedCorrect
         );
     }
 
