@@ -261,6 +261,11 @@ impl Reader {
             return None;
         }
         let found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
+        // A free phrase that opens with a number is an age or a count
+        // (`34F with ptosis`), not a diagnosis.
+        if found.is_none() && text[start..end].starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
         let words = content_words(layout.original_text(start, end), self.ontology.lexicon()).len();
         (found.is_some() || (1..=PHRASE_WORDS).contains(&words)).then_some(Phrase { start, end, found })
     }
@@ -355,7 +360,15 @@ impl Reader {
                 return (Some(self.lead(layout, phrase)), "sentence");
             }
             let written = &layout.folded.text[phrase.start..phrase.end];
-            if free.is_none() && !declines && !written.contains(|c: char| c.is_ascii_digit()) {
+            let alarm = layout
+                .hits
+                .iter()
+                .any(|hit| hit.kind == Kind::Escalation && hit.start >= phrase.start && hit.end <= phrase.end);
+            if free.is_none()
+                && !declines
+                && !alarm
+                && !written.contains(|c: char| c.is_ascii_digit())
+            {
                 free = Some(phrase);
             }
         }
@@ -444,7 +457,8 @@ impl Reader {
         }
         let phrase = self.phrase_at(layout, line.content, end, offered)?;
         let written = &layout.folded.text[phrase.start..phrase.end];
-        (!written.starts_with(|c: char| c.is_ascii_digit())).then(|| self.lead(layout, phrase))
+        let ruled = layout.is_ruled_out(phrase.start, phrase.end);
+        (!ruled && !written.starts_with(|c: char| c.is_ascii_digit())).then(|| self.lead(layout, phrase))
     }
 }
 
