@@ -331,8 +331,13 @@ impl Reader {
     ) -> (Option<Mention>, &'static str) {
         let mut free = None;
         for hit in &layout.hits {
+            let opens = || {
+                let (sentence_start, _) = layout.sentence_of(hit.start);
+                layout.words_between(sentence_start, hit.start) == 0
+            };
+            let forward = hit.kind == Kind::LeadingForward || (hit.kind == Kind::LeadingOpener && opens());
             let phrase = match hit.kind {
-                Kind::LeadingForward => {
+                _ if forward => {
                     let (_, end) = layout.sentence_of(hit.end);
                     let clause_end = layout.clause_of(hit.end).1.max(hit.end);
                     let found = offered.iter().copied().find(|f| {
@@ -360,15 +365,10 @@ impl Reader {
                 return (Some(self.lead(layout, phrase)), "sentence");
             }
             let written = &layout.folded.text[phrase.start..phrase.end];
-            let alarm = layout
-                .hits
-                .iter()
-                .any(|hit| hit.kind == Kind::Escalation && hit.start >= phrase.start && hit.end <= phrase.end);
-            if free.is_none()
-                && !declines
-                && !alarm
-                && !written.contains(|c: char| c.is_ascii_digit())
-            {
+            let alarm = layout.hits.iter().any(|hit| {
+                hit.kind == Kind::Escalation && hit.start >= phrase.start && hit.end <= phrase.end
+            });
+            if free.is_none() && !declines && !alarm && !written.contains(|c: char| c.is_ascii_digit()) {
                 free = Some(phrase);
             }
         }
@@ -673,5 +673,14 @@ pub(crate) mod tests {
     fn an_abbreviation_with_a_period_does_not_end_the_sentence() {
         let (_, text, _) = leading("Int. hemorrhoids (painless bleeding). ddx: fissure");
         assert_eq!(text.as_deref(), Some("Int. hemorrhoids"));
+    }
+    #[test]
+    fn an_opener_leads_only_at_a_sentence_start() {
+        assert_eq!(
+            leading("Plan: rest. Likely LEMS.").0.as_deref(),
+            Some("lambert_eaton")
+        );
+        let (_, text, _) = leading("Kawasaki disease, likely incomplete.");
+        assert_eq!(text.as_deref(), Some("Kawasaki disease"));
     }
 }

@@ -21,6 +21,7 @@ struct RawCues {
     version: u32,
     leading_labels: Vec<String>,
     leading_forward: Vec<String>,
+    leading_openers: Vec<String>,
     leading_backward: Vec<String>,
     differential: Vec<String>,
     differential_backward: Vec<String>,
@@ -48,6 +49,7 @@ struct RawCues {
 pub(crate) enum Kind {
     Label,
     LeadingForward,
+    LeadingOpener,
     LeadingBackward,
     Differential,
     DifferentialBackward,
@@ -106,7 +108,7 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 17] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 18] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
             (
                 "leading_forward",
@@ -114,6 +116,7 @@ impl Cues {
                 &raw.leading_forward,
                 true,
             ),
+            ("leading_openers", Kind::LeadingOpener, &raw.leading_openers, true),
             (
                 "leading_backward",
                 Kind::LeadingBackward,
