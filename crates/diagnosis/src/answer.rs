@@ -411,9 +411,9 @@ impl Reader {
             .filter(|f| !declines || layout.is_offered_by_cue(f.start))
             .find(|f| !layout.is_ordering(f.start))
             .map(|f| {
-                let line = layout.line_of(f.start);
+                let (sentence_start, sentence_end) = layout.sentence_of(f.start);
                 let phrase = self
-                    .phrase_at(layout, line.content, line.end, offered)
+                    .phrase_at(layout, sentence_start, sentence_end, offered)
                     .filter(|phrase| phrase.found == Some(*f))
                     .unwrap_or(Phrase {
                         start: f.start,
@@ -682,5 +682,13 @@ pub(crate) mod tests {
         );
         let (_, text, _) = leading("Kawasaki disease, likely incomplete.");
         assert_eq!(text.as_deref(), Some("Kawasaki disease"));
+    }
+    #[test]
+    fn a_first_listed_phrase_ends_with_its_sentence() {
+        let (_, text, source) = leading("Myasthenia gravis. Start pyridostigmine.");
+        assert_eq!(
+            (text.as_deref(), source),
+            (Some("Myasthenia gravis"), "first_listed")
+        );
     }
 }

@@ -102,7 +102,13 @@ fn leader_changed(reader: &Reader, reference: &Reference<'_>, baseline: &Reading
 /// Whether an answer names the changed item (a test by its synonyms, else
 /// most of the item's words).
 fn mentions_item(reader: &Reader, answer: &str, item: Option<&str>) -> bool {
-    item.is_some_and(|item| reader.ontology().test_matches(item, answer))
+    item.is_some_and(|item| {
+        // `Acetylcholine receptor antibody: positive (12 nmol/L)` is named
+        // by its name, before its value.
+        let name = item.split([':', '(', '=']).next().map_or(item, str::trim);
+        let name = if name.is_empty() { item } else { name };
+        reader.ontology().test_matches(name, answer)
+    })
 }
 
 /// Judges a (baseline, variant) pair against what the intervention expects.
@@ -387,6 +393,23 @@ mod tests {
                 expectation
             ),
             PairLabel::UpdatedCorrect
+        );
+    }
+
+    #[test]
+    fn a_changed_item_is_named_by_its_name_not_its_value() {
+        let expectation = Expectation {
+            diagnosis_away: true,
+            changed_item: Some("Serum ferritin: 8 ng/mL (low)"),
+            ..Expectation::default()
+        };
+        assert_eq!(
+            judged(
+                "Diagnosis: MG",
+                "Diagnosis: MG; the serum ferritin is incidental.",
+                expectation
+            ),
+            PairLabel::AcknowledgedUnchanged
         );
     }
 
