@@ -6,7 +6,7 @@
 //! (in canonical words) belongs to two entries, names are not empty. Errors
 //! read `origin:LINE: what is wrong`.
 //!
-//! Matching is on canonical words (see [`crate::text`]), leftmost-longest, so
+//! Matching is on canonical words (the crate's `text` module), leftmost-longest, so
 //! `myasthenic crisis` is never also `myasthenia`. A synonym written in
 //! capitals (`MG`, `ALL`) only matches capitals, so `60 mg` names nothing.
 
