@@ -234,7 +234,7 @@ impl Reader {
         }
         for hit in &layout.hits {
             if matches!(hit.kind, Kind::PhraseEnd | Kind::ListSeparator)
-                && hit.start > start
+                && hit.start >= start
                 && hit.start < end
             {
                 end = hit.start;
@@ -260,7 +260,25 @@ impl Reader {
         if end <= start {
             return None;
         }
-        let found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
+        let mut end = end;
+        let mut found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
+        // A name the ontology does not know, glossed by one it does in a
+        // bracket (`Löfgren syndrome (acute sarcoidosis)`), is read as the
+        // gloss; a bracket listing findings (`(AIDS, CD4 36)`) is not a gloss.
+        if found.is_none() {
+            let rest = &text[end..limit];
+            let open = end + (rest.len() - rest.trim_start().len());
+            if text[open..limit].starts_with('(')
+                && let Some(close) = text[open..limit].find(')').map(|offset| open + offset)
+                && !text[open..close].contains([',', ';'])
+            {
+                let gloss = offered.iter().copied().find(|f| f.start > open && f.end <= close);
+                if gloss.is_some() {
+                    found = gloss;
+                    end = close + 1;
+                }
+            }
+        }
         // A free phrase that opens with a number is an age or a count
         // (`34F with ptosis`), not a diagnosis.
         if found.is_none() && text[start..end].starts_with(|c: char| c.is_ascii_digit()) {
@@ -690,5 +708,19 @@ pub(crate) mod tests {
             (text.as_deref(), source),
             (Some("Myasthenia gravis"), "first_listed")
         );
+    }
+    #[test]
+    fn a_bracketed_gloss_names_an_unknown_leader() {
+        let (id, text, _) = leading("Most likely diagnosis: Goldflam weakness (myasthenia gravis)");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+        assert_eq!(text.as_deref(), Some("Goldflam weakness (myasthenia gravis)"));
+        let (id, _, _) = leading("Most likely diagnosis: Goldflam weakness (ptosis, LEMS)");
+        assert_eq!(id, None);
+    }
+
+    #[test]
+    fn a_reason_after_a_cue_is_no_phrase() {
+        let (id, _, _) = leading("1. Botulism - most likely given the pupils.\n2. MG - less likely.");
+        assert_eq!(id.as_deref(), Some("botulism"));
     }
 }
