@@ -427,6 +427,7 @@ impl Reader {
         let entry = offered
             .iter()
             .filter(|f| !declines || layout.is_offered_by_cue(f.start))
+            .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
             .find(|f| !layout.is_ordering(f.start))
             .map(|f| {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
@@ -456,6 +457,34 @@ impl Reader {
         }
     }
 
+    /// Whether the sentence at `start` tells the case rather than names a
+    /// diagnosis: it opens with an age or count (`45M with HTN`, `A
+    /// 45-year-old`) or a narrative word (`I`, `these`, `the patient`).
+    fn is_narrative(&self, layout: &Layout<'_>, start: usize) -> bool {
+        let (sentence_start, end) = layout.sentence_of(start);
+        let mut opening = layout.folded.text[sentence_start..end]
+            .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '#' | '-' | '>'));
+        let narrative = |opening: &str| {
+            self.cues.narrative_starts.iter().any(|word| {
+                opening.starts_with(word.as_str())
+                    && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
+            })
+        };
+        if narrative(opening) {
+            return true;
+        }
+        // Past hedges and articles (`A 45-year-old`).
+        while let Some(hedge) = self
+            .cues
+            .hedges
+            .iter()
+            .find(|hedge| opening.starts_with(hedge.as_str()) && opening[hedge.len()..].starts_with(' '))
+        {
+            opening = opening[hedge.len()..].trim_start();
+        }
+        opening.starts_with(|c: char| c.is_ascii_digit()) || narrative(opening)
+    }
+
     /// The phrase that opens the answer's first line, unless that line
     /// opens a narrative (`I need ...`, `These results ...`, an age).
     fn opening_phrase(&self, layout: &Layout<'_>, offered: &[Found]) -> Option<Mention> {
@@ -464,13 +493,7 @@ impl Reader {
             .iter()
             .find(|line| !line.blank && line.header.is_none())?;
         let (_, end) = layout.sentence_of(line.content);
-        let opening = &layout.folded.text[line.content..end];
-        let narrative = opening.starts_with(|c: char| c.is_ascii_digit())
-            || self.cues.narrative_starts.iter().any(|word| {
-                opening.starts_with(word.as_str())
-                    && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
-            });
-        if narrative {
+        if self.is_narrative(layout, line.content) {
             return None;
         }
         let phrase = self.phrase_at(layout, line.content, end, offered)?;
@@ -721,6 +744,12 @@ pub(crate) mod tests {
     #[test]
     fn a_reason_after_a_cue_is_no_phrase() {
         let (id, _, _) = leading("1. Botulism - most likely given the pupils.\n2. MG - less likely.");
+        assert_eq!(id.as_deref(), Some("botulism"));
+    }
+    #[test]
+    fn a_restated_case_does_not_lead() {
+        let (id, _, _) =
+            leading("45M with MG on pyridostigmine, now dysphagia. Botulism until proven otherwise.");
         assert_eq!(id.as_deref(), Some("botulism"));
     }
 }
