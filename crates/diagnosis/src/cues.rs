@@ -8,12 +8,12 @@
 //! longer one is kept, so `cannot rule out X` offers X and `differential
 //! diagnosis:` is no `diagnosis:` label. The other kinds are found on their own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::text::{Lexicon, is_boundary};
+use crate::text::{Lexicon, is_boundary, words};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +41,7 @@ struct RawCues {
     clause_breaks: Vec<String>,
     list_separators: Vec<String>,
     stop_words: Vec<String>,
+    qualifiers: Vec<String>,
     spellings: BTreeMap<String, String>,
 }
 
@@ -177,6 +178,16 @@ impl Cues {
         let lexicon = Lexicon {
             spellings: raw.spellings.into_iter().collect(),
             stop_words: raw.stop_words.into_iter().collect(),
+            qualifiers: HashSet::new(),
+        };
+        let qualifiers = raw
+            .qualifiers
+            .iter()
+            .flat_map(|qualifier| words(qualifier, &lexicon))
+            .collect();
+        let lexicon = Lexicon {
+            qualifiers,
+            ..lexicon
         };
         Ok(Self {
             structural,

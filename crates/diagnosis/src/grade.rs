@@ -57,6 +57,33 @@ pub(crate) struct Reference<'a> {
     forms: Vec<Vec<String>>,
     /// Abbreviations its names form (`chronic obstructive pulmonary disease`: `copd`).
     abbreviations: HashSet<String>,
+    /// For a reference resolved to an entry that names only part of it
+    /// (`Trochanteric bursitis` to `Bursitis`), the content words the entry
+    /// leaves out (`trochanteric`), qualifiers aside; empty when the entry
+    /// names it all. A mention of the entry names the reference only when it
+    /// also holds these words.
+    uncovered: Vec<String>,
+}
+
+/// The reference's content words the entry's best-fitting name leaves out,
+/// past qualifiers (`acute`, `left`, stages) and numbers.
+fn uncovered_words(text: &str, entry: &Diagnosis, lexicon: &Lexicon) -> Vec<String> {
+    let wanted: Vec<String> = content_words(text, lexicon)
+        .into_iter()
+        .filter(|word| !lexicon.is_qualifier(word) && !word.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    std::iter::once(&entry.name)
+        .chain(&entry.synonyms)
+        .map(|name| {
+            let covered: HashSet<String> = words(name, lexicon).into_iter().collect();
+            wanted
+                .iter()
+                .filter(|word| !covered.contains(*word))
+                .cloned()
+                .collect::<Vec<String>>()
+        })
+        .min_by_key(Vec::len)
+        .unwrap_or_default()
 }
 
 /// The initials of a name's words, with and without short stop words.
@@ -98,7 +125,16 @@ impl<'a> Reference<'a> {
         if let Some((outside, inside)) = text.split_once('(') {
             names = vec![outside.trim(), inside.trim_end().trim_end_matches(')')];
         }
-        if let Some(entry) = entry {
+        let uncovered = entry.map_or_else(Vec::new, |entry| {
+            names
+                .iter()
+                .map(|name| uncovered_words(name, entry, lexicon))
+                .min_by_key(Vec::len)
+                .unwrap_or_default()
+        });
+        if let Some(entry) = entry
+            && uncovered.is_empty()
+        {
             names.push(&entry.name);
             names.extend(entry.synonyms.iter().map(String::as_str));
         }
@@ -113,7 +149,16 @@ impl<'a> Reference<'a> {
             entry,
             forms,
             abbreviations,
+            uncovered,
         }
+    }
+
+    /// Whether a mention holds the words its entry leaves out of the reference.
+    fn holds_uncovered(&self, reader: &Reader, mention: &Mention) -> bool {
+        let present: HashSet<String> = content_words(&mention.text, reader.ontology().lexicon())
+            .into_iter()
+            .collect();
+        self.uncovered.iter().all(|word| present.contains(word))
     }
 
     /// Whether a mention names the reference or a more specific form of it.
@@ -121,7 +166,7 @@ impl<'a> Reference<'a> {
         let ontology = reader.ontology();
         if let (Some(entry), Some(id)) = (self.entry, &mention.id) {
             if *id == entry.id || ontology.is_broader(&entry.id, id) {
-                return true;
+                return self.holds_uncovered(reader, mention);
             }
             // A phrase read as a broader entry that still spells out one of
             // the reference's names (`spontaneous transmural oesophageal
@@ -163,7 +208,8 @@ impl<'a> Reference<'a> {
     pub(crate) fn is_broader(&self, reader: &Reader, mention: &Mention) -> bool {
         let ontology = reader.ontology();
         if let (Some(entry), Some(id)) = (self.entry, &mention.id) {
-            return ontology.is_broader(id, &entry.id);
+            let names_less = *id == entry.id && !self.holds_uncovered(reader, mention);
+            return names_less || ontology.is_broader(id, &entry.id);
         }
         let present: HashSet<String> = content_words(&mention.text, ontology.lexicon())
             .into_iter()
@@ -309,6 +355,18 @@ mod tests {
             ),
             Grade::Exact
         );
+    }
+
+    #[test]
+    fn a_reference_an_entry_names_only_in_part_needs_the_rest() {
+        // `Ocular botulism` resolves to `Botulism`, which leaves out `ocular`.
+        assert_eq!(graded("Diagnosis: botulism", "Ocular botulism"), Grade::Related);
+        assert_eq!(
+            graded("Diagnosis: ocular botulism", "Ocular botulism"),
+            Grade::Exact
+        );
+        // Qualifiers do not count: `Acute botulism` is botulism.
+        assert_eq!(graded("Diagnosis: botulism", "Acute botulism"), Grade::Exact);
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub(crate) struct Lexicon {
     pub spellings: Vec<(String, String)>,
     /// Function words that carry no content (`of`, `the`, `with`).
     pub stop_words: HashSet<String>,
+    /// Words that qualify a diagnosis without naming another (`acute`,
+    /// `left`, `stage`).
+    pub qualifiers: HashSet<String>,
 }
 
 impl Lexicon {
@@ -32,6 +35,11 @@ impl Lexicon {
             }
         }
         singular(&word)
+    }
+
+    /// Whether a canonical word only qualifies a diagnosis.
+    pub fn is_qualifier(&self, word: &str) -> bool {
+        self.qualifiers.contains(word)
     }
 
     /// Whether a canonical word carries content.
@@ -207,6 +215,7 @@ mod tests {
         Lexicon {
             spellings: vec![("aemia".into(), "emia".into()), ("oesoph".into(), "esoph".into())],
             stop_words: ["of", "the"].iter().map(|word| word.to_string()).collect(),
+            qualifiers: HashSet::new(),
         }
     }
 
