@@ -138,9 +138,18 @@ impl<'a> Reference<'a> {
             names.push(&entry.name);
             names.extend(entry.synonyms.iter().map(String::as_str));
         }
+        // Qualifiers (`acute`, `left`) do not make another disease.
         let forms = names
             .iter()
-            .map(|name| content_words(name, lexicon))
+            .map(|name| {
+                let all = content_words(name, lexicon);
+                let kept: Vec<String> = all
+                    .iter()
+                    .filter(|word| !lexicon.is_qualifier(word))
+                    .cloned()
+                    .collect();
+                if kept.is_empty() { all } else { kept }
+            })
             .filter(|form| !form.is_empty())
             .collect();
         let abbreviations = names.iter().flat_map(|name| initials(name, lexicon)).collect();
@@ -211,8 +220,10 @@ impl<'a> Reference<'a> {
             let names_less = *id == entry.id && !self.holds_uncovered(reader, mention);
             return names_less || ontology.is_broader(id, &entry.id);
         }
-        let present: HashSet<String> = content_words(&mention.text, ontology.lexicon())
+        let lexicon = ontology.lexicon();
+        let present: HashSet<String> = content_words(&mention.text, lexicon)
             .into_iter()
+            .filter(|word| !lexicon.is_qualifier(word))
             .collect();
         !present.is_empty()
             && self.forms.iter().any(|form| {
@@ -365,8 +376,20 @@ mod tests {
             graded("Diagnosis: ocular botulism", "Ocular botulism"),
             Grade::Exact
         );
-        // Qualifiers do not count: `Acute botulism` is botulism.
-        assert_eq!(graded("Diagnosis: botulism", "Acute botulism"), Grade::Exact);
+        // Qualifiers do not count: `Severe botulism` is botulism.
+        assert_eq!(graded("Diagnosis: botulism", "Severe botulism"), Grade::Exact);
+    }
+
+    #[test]
+    fn qualifiers_do_not_change_an_unknown_reference() {
+        assert_eq!(
+            graded("Diagnosis: Kawasaki disease", "Recurrent Kawasaki disease"),
+            Grade::Exact
+        );
+        assert_eq!(
+            graded("Diagnosis: severe vasculitis", "Kawasaki vasculitis"),
+            Grade::Related
+        );
     }
 
     #[test]
