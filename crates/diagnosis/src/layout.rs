@@ -196,10 +196,10 @@ impl<'a> Layout<'a> {
 
     /// How many words lie between two folded offsets.
     pub fn words_between(&self, from: usize, to: usize) -> usize {
-        self.tokens
-            .iter()
-            .filter(|token| token.start >= from && token.end <= to)
-            .count()
+        // Tokens are in text order: count by binary search.
+        let first = self.tokens.partition_point(|token| token.start < from);
+        let past = self.tokens.partition_point(|token| token.end <= to);
+        past.saturating_sub(first)
     }
 
     /// The hits of a kind inside folded bounds.
