@@ -1,1 +1,755 @@
-//! Reading a diagnosis answer (being written).
+//! Reading a diagnosis answer as a clinician does: its leading diagnosis,
+//! its differential, what it rules out, the tests it orders, whether it
+//! escalates care and whether it declines to commit.
+//!
+//! The leading diagnosis is found in this order, and [`Reading::source`]
+//! says which step found it:
+//! 1. `label` / `heading`: the text after a label (`Most likely diagnosis:
+//!    X`), or the line under a label heading;
+//! 2. `sentence`: a leading cue in a sentence (`consistent with X`, `X is the
+//!    most likely diagnosis`);
+//! 3. `first_listed`: with no stated leader, the first diagnosis the answer
+//!    names (a list's first item), unless the answer declines to commit;
+//! 4. `none`.
+//!
+//! A diagnosis the ontology does not know is still read: the phrase after a
+//! label or cue, minus hedges (`probably`) and trailing reasons (`given ...`),
+//! becomes a free-text mention (`id: None`). Mentions that are ruled out or
+//! restate history (`known Crohn disease`) are never offered.
+
+use std::path::Path;
+
+use crate::cues::{Cues, Kind};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ontology::{Found, Ontology};
+use crate::text::content_words;
+
+mod offered;
+
+/// Most content words a free-text diagnosis phrase may have.
+const PHRASE_WORDS: usize = 8;
+
+/// A diagnosis named in an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mention {
+    /// Ontology id; `None` for a diagnosis the ontology does not know.
+    pub id: Option<String>,
+    /// The phrase as written.
+    pub text: String,
+    /// Byte offsets of the phrase in the answer.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// What an answer says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub leading: Option<Mention>,
+    pub differential: Vec<Mention>,
+    pub ruled_out: Vec<Mention>,
+    /// Tests ordered: `tests.yaml` names, else the ordering phrase as written.
+    pub tests_ordered: Vec<String>,
+    /// Every ordering phrase as written (the text after an ordering cue, or
+    /// a line under an ordering header).
+    pub orders: Vec<String>,
+    pub escalates: bool,
+    /// The answer will not commit to a diagnosis.
+    pub declines: bool,
+    /// The answer holds its diagnosis pending more information.
+    pub uncertain: bool,
+    /// How the leading diagnosis was found: "label", "heading",
+    /// "first_listed", "sentence", "none".
+    pub source: &'static str,
+}
+
+/// The pack's ontology with its answer cues.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    ontology: Ontology,
+    cues: Cues,
+    hash: String,
+}
+
+/// A candidate phrase: folded bounds and the ontology entry inside it.
+struct Phrase {
+    start: usize,
+    end: usize,
+    found: Option<Found>,
+}
+
+impl Reader {
+    /// A reader over an ontology and the answer file's text.
+    pub fn new(mut ontology: Ontology, cues_yaml: &str, origin: &str) -> Result<Self> {
+        let cues = Cues::parse(cues_yaml, origin)?;
+        ontology.set_lexicon(cues.lexicon.clone());
+        let hash = blake3::Hasher::new()
+            .update(ontology.hash().as_bytes())
+            .update(cues_yaml.as_bytes())
+            .finalize()
+            .to_hex()
+            .to_string();
+        Ok(Self { ontology, cues, hash })
+    }
+
+    /// Loads `ontology.yaml`, `tests.yaml` and `answer.yaml` from a pack.
+    pub fn load(pack_dir: &Path) -> Result<Self> {
+        let ontology = Ontology::load(pack_dir)?;
+        let path = pack_dir.join("answer.yaml");
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Self::new(ontology, &text, &path.display().to_string())
+    }
+
+    pub fn ontology(&self) -> &Ontology {
+        &self.ontology
+    }
+
+    /// BLAKE3 hex over the ontology's hash and the answer file.
+    pub fn hash(&self) -> String {
+        self.hash.clone()
+    }
+
+    /// Reads one answer.
+    pub fn read(&self, answer: &str) -> Reading {
+        let layout = Layout::new(answer, &self.cues, self.ontology.lexicon());
+        let found = self.ontology.find(&layout.tokens);
+        let offered: Vec<Found> = found
+            .iter()
+            .copied()
+            .filter(|f| {
+                !layout.is_ruled_out(f.start, f.end)
+                    && !layout.is_history(f.start)
+                    && !layout.is_question(f.start)
+            })
+            .collect();
+        let free = self.free_differential(&layout, &found);
+        let (mut leading, mut source) = self.by_label(&layout, &offered);
+        let declines = source != "label"
+            && layout
+                .hits
+                .iter()
+                .any(|hit| hit.kind == Kind::Declines && !layout.is_negated(hit));
+        if leading.is_none() {
+            (leading, source) = self.by_sentence(&layout, &offered, declines);
+        }
+        if leading.is_none() {
+            (leading, source) = self.by_first_listed(&layout, &offered, &free, declines);
+        }
+        let mut differential: Vec<Mention> = Vec::new();
+        for f in &offered {
+            let mention = self.mention(&layout, f.start, f.end, Some(*f));
+            let same_as_leading = leading.as_ref().is_some_and(|lead| {
+                (lead.id.is_some() && lead.id == mention.id)
+                    || (lead.start <= mention.start && mention.end <= lead.end)
+            });
+            let repeated = differential.iter().any(|other| other.id == mention.id);
+            if !same_as_leading && !repeated {
+                differential.push(mention);
+            }
+        }
+        for mention in free {
+            let inside_leading = leading
+                .as_ref()
+                .is_some_and(|lead| lead.start <= mention.start && mention.end <= lead.end);
+            if !inside_leading {
+                differential.push(mention);
+            }
+        }
+        let (tests_ordered, orders) = self.tests_ordered(&layout);
+        Reading {
+            leading,
+            differential,
+            ruled_out: self.ruled_out(&layout, &found),
+            tests_ordered,
+            orders,
+            escalates: layout
+                .hits
+                .iter()
+                .any(|hit| hit.kind == Kind::Escalation && !layout.is_negated(hit)),
+            declines,
+            uncertain: declines || layout.hits.iter().any(|hit| hit.kind == Kind::Uncertainty),
+            source,
+        }
+    }
+
+    fn mention(&self, layout: &Layout<'_>, start: usize, end: usize, found: Option<Found>) -> Mention {
+        Mention {
+            id: found.map(|f| self.ontology.entry(f.entry).id.clone()),
+            text: layout.original_text(start, end).trim().to_string(),
+            start: layout.folded.original(start),
+            end: layout.folded.original(end),
+        }
+    }
+
+    /// The diagnosis phrase starting at `start` (folded), up to `limit`: past
+    /// hedges and markup, ended at a phrase end, list separator or clause
+    /// punctuation; with the first offered ontology entry inside it.
+    fn phrase_at(
+        &self,
+        layout: &Layout<'_>,
+        start: usize,
+        limit: usize,
+        offered: &[Found],
+    ) -> Option<Phrase> {
+        let text = &layout.folded.text;
+        let mut start = start;
+        loop {
+            let rest = &text[start..limit];
+            let trimmed = rest.trim_start_matches(|c: char| {
+                c.is_whitespace() || matches!(c, ':' | '*' | '_' | '#' | '-' | '"' | '`' | '>')
+            });
+            start += rest.len() - trimmed.len();
+            let hedge = self.cues.hedges.iter().find(|hedge| {
+                trimmed.starts_with(hedge.as_str())
+                    && trimmed[hedge.len()..].starts_with(|c: char| !c.is_alphanumeric())
+            });
+            match hedge {
+                Some(hedge) => start += hedge.len(),
+                None => break,
+            }
+        }
+        let mut end = limit;
+        let mut from = start;
+        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '\n']) {
+            let at = from + index;
+            // A parenthesis inside a name (`Epidermoid (epidermal inclusion)
+            // cyst`) is skipped when a word follows it.
+            let closing = text[at..limit].find(')').map(|offset| at + offset + 1);
+            let continues = closing.is_some_and(|close| {
+                text[close..limit].starts_with(' ')
+                    && text[close..limit]
+                        .trim_start()
+                        .starts_with(|c: char| c.is_alphanumeric())
+            });
+            match closing {
+                Some(close) if text.as_bytes()[at] == b'(' && continues => from = close,
+                _ => {
+                    end = at;
+                    break;
+                }
+            }
+        }
+        for hit in &layout.hits {
+            if matches!(hit.kind, Kind::PhraseEnd | Kind::ListSeparator)
+                && hit.start >= start
+                && hit.start < end
+            {
+                end = hit.start;
+            }
+        }
+        if let Some(index) = text[start..end].find(" - ") {
+            end = start + index;
+        }
+        // A cue ends the phrase; a phrase that starts with one is none.
+        for hit in &layout.hits {
+            let stops = !matches!(
+                hit.kind,
+                Kind::Negation | Kind::ClauseBreak | Kind::ListSeparator | Kind::PhraseEnd | Kind::Escalation
+            );
+            if stops && hit.start >= start && hit.start < end {
+                end = hit.start;
+            }
+        }
+        let end = start
+            + text[start..end]
+                .trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')')
+                .len();
+        if end <= start {
+            return None;
+        }
+        let mut end = end;
+        let mut found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
+        // A name the ontology does not know, glossed by one it does in a
+        // bracket (`Löfgren syndrome (acute sarcoidosis)`), is read as the
+        // gloss; a bracket listing findings (`(AIDS, CD4 36)`) is not a gloss.
+        if found.is_none() {
+            let rest = &text[end..limit];
+            let open = end + (rest.len() - rest.trim_start().len());
+            if text[open..limit].starts_with('(')
+                && let Some(close) = text[open..limit].find(')').map(|offset| open + offset)
+                && !text[open..close].contains([',', ';'])
+            {
+                let gloss = offered.iter().copied().find(|f| f.start > open && f.end <= close);
+                if gloss.is_some() {
+                    found = gloss;
+                    end = close + 1;
+                }
+            }
+        }
+        // A free phrase that opens with a number is an age or a count
+        // (`34F with ptosis`), not a diagnosis.
+        if found.is_none() && text[start..end].starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        let words = content_words(layout.original_text(start, end), self.ontology.lexicon()).len();
+        (found.is_some() || (1..=PHRASE_WORDS).contains(&words)).then_some(Phrase { start, end, found })
+    }
+
+    fn lead(&self, layout: &Layout<'_>, phrase: Phrase) -> Mention {
+        self.mention(layout, phrase.start, phrase.end, phrase.found)
+    }
+
+    /// Step 1: a label followed by a colon or dash (or a label ending `is`).
+    fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
+        let text = &layout.folded.text;
+        for hit in &layout.hits {
+            let line = layout.line_of(hit.start);
+            let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')']);
+            let heading = hit.kind == Kind::LeadingForward
+                && after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty()
+                && layout.words_between(line.content, hit.start) == 0;
+            if hit.kind != Kind::Label && !heading {
+                continue;
+            }
+            let link = self
+                .cues
+                .label_links
+                .iter()
+                .find(|link| after.starts_with(link.as_str()) && after[link.len()..].starts_with(' '));
+            let labelled = after.is_empty()
+                || after.starts_with([':', '-', '='])
+                || link.is_some()
+                || text[hit.start..hit.end].ends_with(" is");
+            let (clause_start, _) = layout.clause_of(hit.start);
+            if !labelled || layout.is_negated(hit) || layout.words_between(clause_start, hit.start) > 3 {
+                continue;
+            }
+            let start = line.end - after.len() + link.map_or(0, String::len);
+            let (_, sentence_end) = layout.sentence_of(start + 1);
+            let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
+            if let Some(phrase) = inline {
+                return (Some(self.lead(layout, phrase)), "label");
+            }
+            if after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
+                let next = layout
+                    .lines
+                    .iter()
+                    .find(|next| next.start > line.end && !next.blank);
+                if let Some(next) = next {
+                    let (_, end) = layout.sentence_of(next.content);
+                    if let Some(phrase) = self.phrase_at(layout, next.content, end, offered) {
+                        return (Some(self.lead(layout, phrase)), "heading");
+                    }
+                }
+            }
+        }
+        (None, "none")
+    }
+
+    /// Step 2: a leading cue in a sentence; an ontology entry first, a free
+    /// phrase (no digits) only when no cue names one.
+    fn by_sentence(
+        &self,
+        layout: &Layout<'_>,
+        offered: &[Found],
+        declines: bool,
+    ) -> (Option<Mention>, &'static str) {
+        let mut free = None;
+        for hit in &layout.hits {
+            let opens = || {
+                let (sentence_start, _) = layout.sentence_of(hit.start);
+                layout.words_between(sentence_start, hit.start) == 0
+            };
+            let forward = hit.kind == Kind::LeadingForward || (hit.kind == Kind::LeadingOpener && opens());
+            let phrase = match hit.kind {
+                _ if forward => {
+                    let (_, end) = layout.sentence_of(hit.end);
+                    let clause_end = layout.clause_of(hit.end).1.max(hit.end);
+                    let found = offered.iter().copied().find(|f| {
+                        f.start >= hit.end && f.end <= end && layout.words_between(hit.end, f.start) <= 4
+                    });
+                    match found {
+                        Some(f) => self
+                            .phrase_at(layout, hit.end, end, offered)
+                            .filter(|p| p.found == Some(f))
+                            .or(Some(Phrase {
+                                start: f.start,
+                                end: f.end,
+                                found: Some(f),
+                            })),
+                        None => self
+                            .phrase_at(layout, hit.end, clause_end, offered)
+                            .or_else(|| self.backward(layout, hit.start, offered)),
+                    }
+                }
+                Kind::LeadingBackward => self.backward(layout, hit.start, offered),
+                _ => None,
+            };
+            let Some(phrase) = phrase else { continue };
+            if phrase.found.is_some() {
+                return (Some(self.lead(layout, phrase)), "sentence");
+            }
+            let written = &layout.folded.text[phrase.start..phrase.end];
+            let alarm = layout.hits.iter().any(|hit| {
+                hit.kind == Kind::Escalation && hit.start >= phrase.start && hit.end <= phrase.end
+            });
+            if free.is_none() && !declines && !alarm && !written.contains(|c: char| c.is_ascii_digit()) {
+                free = Some(phrase);
+            }
+        }
+        match free {
+            Some(phrase) => (Some(self.lead(layout, phrase)), "sentence"),
+            None => (None, "none"),
+        }
+    }
+
+    /// The diagnosis a backward cue at `cue` scopes: the last offered entry
+    /// before it in its clause, else the clause's phrase.
+    fn backward(&self, layout: &Layout<'_>, cue: usize, offered: &[Found]) -> Option<Phrase> {
+        let (clause_start, _) = layout.clause_of(cue);
+        let found = offered
+            .iter()
+            .copied()
+            .rfind(|f| f.start >= clause_start && f.end <= cue);
+        match found {
+            Some(f) => Some(Phrase {
+                start: f.start,
+                end: f.end,
+                found: Some(f),
+            }),
+            None => self.phrase_at(layout, clause_start, cue, offered),
+        }
+    }
+
+    /// Step 3: the first offered diagnosis outside an ordering sentence; with
+    /// none, a short first line or first list item that names no cue.
+    fn by_first_listed(
+        &self,
+        layout: &Layout<'_>,
+        offered: &[Found],
+        free: &[Mention],
+        declines: bool,
+    ) -> (Option<Mention>, &'static str) {
+        // A refusal is led only by what it offers as a possibility.
+        let entry = offered
+            .iter()
+            .filter(|f| !declines || layout.is_offered_by_cue(f.start))
+            .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
+            .find(|f| !layout.is_ordering(f.start))
+            .map(|f| {
+                let (sentence_start, sentence_end) = layout.sentence_of(f.start);
+                let phrase = self
+                    .phrase_at(layout, sentence_start, sentence_end, offered)
+                    .filter(|phrase| phrase.found == Some(*f))
+                    .unwrap_or(Phrase {
+                        start: f.start,
+                        end: f.end,
+                        found: Some(*f),
+                    });
+                self.lead(layout, phrase)
+            });
+        let item = free.first().cloned();
+        let opening = if declines {
+            None
+        } else {
+            self.opening_phrase(layout, offered)
+        };
+        let first = [entry, item, opening]
+            .into_iter()
+            .flatten()
+            .min_by_key(|mention| mention.start);
+        match first {
+            Some(mention) => (Some(mention), "first_listed"),
+            None => (None, "none"),
+        }
+    }
+
+    /// Whether the sentence at `start` tells the case rather than names a
+    /// diagnosis: it opens with an age or count (`45M with HTN`, `A
+    /// 45-year-old`) or a narrative word (`I`, `these`, `the patient`).
+    fn is_narrative(&self, layout: &Layout<'_>, start: usize) -> bool {
+        let (sentence_start, end) = layout.sentence_of(start);
+        let mut opening = layout.folded.text[sentence_start..end]
+            .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '#' | '-' | '>'));
+        let narrative = |opening: &str| {
+            self.cues.narrative_starts.iter().any(|word| {
+                opening.starts_with(word.as_str())
+                    && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
+            })
+        };
+        if narrative(opening) {
+            return true;
+        }
+        // Past hedges and articles (`A 45-year-old`).
+        while let Some(hedge) = self
+            .cues
+            .hedges
+            .iter()
+            .find(|hedge| opening.starts_with(hedge.as_str()) && opening[hedge.len()..].starts_with(' '))
+        {
+            opening = opening[hedge.len()..].trim_start();
+        }
+        opening.starts_with(|c: char| c.is_ascii_digit()) || narrative(opening)
+    }
+
+    /// The phrase that opens the answer's first line, unless that line
+    /// opens a narrative (`I need ...`, `These results ...`, an age).
+    fn opening_phrase(&self, layout: &Layout<'_>, offered: &[Found]) -> Option<Mention> {
+        let line = layout
+            .lines
+            .iter()
+            .find(|line| !line.blank && line.header.is_none())?;
+        let (_, end) = layout.sentence_of(line.content);
+        if self.is_narrative(layout, line.content) {
+            return None;
+        }
+        let phrase = self.phrase_at(layout, line.content, end, offered)?;
+        let written = &layout.folded.text[phrase.start..phrase.end];
+        let ruled = layout.is_ruled_out(phrase.start, phrase.end);
+        (!ruled && !written.starts_with(|c: char| c.is_ascii_digit())).then(|| self.lead(layout, phrase))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::cues::tests::ANSWER_YAML;
+    use crate::ontology::tests::ontology;
+
+    pub(crate) fn reader() -> Reader {
+        match Reader::new(ontology(), ANSWER_YAML, "answer.yaml") {
+            Ok(reader) => reader,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    fn leading(answer: &str) -> (Option<String>, Option<String>, &'static str) {
+        let reading = reader().read(answer);
+        let lead = reading.leading;
+        (
+            lead.as_ref().and_then(|mention| mention.id.clone()),
+            lead.map(|mention| mention.text),
+            reading.source,
+        )
+    }
+
+    fn ids(mentions: &[Mention]) -> Vec<String> {
+        mentions.iter().filter_map(|mention| mention.id.clone()).collect()
+    }
+
+    #[test]
+    fn a_label_names_the_leader() {
+        let (id, text, source) = leading("Most likely diagnosis: probably MG, given ptosis.");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+        assert_eq!(text.as_deref(), Some("MG"));
+        assert_eq!(source, "label");
+    }
+
+    #[test]
+    fn a_label_heading_names_the_next_line() {
+        let (id, _, source) = leading("## Final diagnosis\n\nOcular myasthenia gravis\n\nDDx: LEMS");
+        assert_eq!(id.as_deref(), Some("ocular_myasthenia"));
+        assert_eq!(source, "heading");
+    }
+
+    #[test]
+    fn a_free_text_leader_is_read_after_a_label() {
+        let (id, text, _) = leading("Diagnosis: Kawasaki disease (incomplete) given fever.");
+        assert_eq!(id, None);
+        assert_eq!(text.as_deref(), Some("Kawasaki disease (incomplete)"));
+    }
+
+    #[test]
+    fn sentence_cues_read_both_directions() {
+        let (id, _, source) = leading("The fatigable ptosis is consistent with myasthenia gravis.");
+        assert_eq!((id.as_deref(), source), (Some("myasthenia_gravis"), "sentence"));
+        let (id, _, _) = leading("Given the autonomic signs, LEMS is the most likely diagnosis.");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_list_without_a_leader_is_led_by_its_first_item() {
+        let (id, _, source) = leading("1. Botulism\n2. Myasthenia gravis\n3. LEMS");
+        assert_eq!((id.as_deref(), source), (Some("botulism"), "first_listed"));
+    }
+
+    #[test]
+    fn a_differential_header_does_not_label() {
+        let reading = reader().read("Differential diagnosis:\n- MG\n- LEMS");
+        assert_eq!(reading.source, "first_listed");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+    }
+
+    #[test]
+    fn ruled_out_and_history_are_not_offered() {
+        let reading = reader().read(
+            "Known Crohn disease. Most likely diagnosis: LEMS. Not myasthenia gravis; botulism was excluded.",
+        );
+        assert_eq!(ids(&reading.differential), Vec::<String>::new());
+        assert_eq!(ids(&reading.ruled_out), ["myasthenia_gravis", "botulism"]);
+    }
+
+    #[test]
+    fn cannot_exclude_offers() {
+        let reading = reader().read("Most likely MG; cannot exclude LEMS.");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+        assert!(reading.ruled_out.is_empty());
+    }
+
+    #[test]
+    fn a_refusal_that_lists_possibilities_is_led_by_the_first() {
+        let reading =
+            reader().read("I cannot determine the diagnosis without more data; MG and LEMS are possible.");
+        assert!(reading.declines);
+        assert_eq!(reading.source, "first_listed");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+        let bare = reader().read("I need more information before naming a diagnosis.");
+        assert!(bare.declines && bare.leading.is_none());
+    }
+
+    #[test]
+    fn tests_only_answers_have_no_leader() {
+        let reading = reader().read("Order AChR antibodies and an EKG to evaluate for myasthenia gravis.");
+        assert!(reading.leading.is_none());
+        assert_eq!(
+            reading.tests_ordered,
+            ["Acetylcholine receptor antibodies", "Electrocardiogram"]
+        );
+    }
+
+    #[test]
+    fn escalation_unless_negated() {
+        assert!(reader().read("Admit to the ICU immediately.").escalates);
+        assert!(!reader().read("MG; no need for ICU.").escalates);
+    }
+
+    #[test]
+    fn uncertainty_is_read() {
+        assert!(reader().read("Likely MG, pending AChR antibodies.").uncertain);
+        assert!(!reader().read("Myasthenia gravis.").uncertain);
+    }
+
+    #[test]
+    fn a_terse_free_text_answer_leads() {
+        let (id, text, source) = leading("Thymoma-associated paraneoplastic syndrome.");
+        assert_eq!((id, source), (None, "first_listed"));
+        assert_eq!(
+            text.as_deref(),
+            Some("Thymoma-associated paraneoplastic syndrome")
+        );
+    }
+
+    #[test]
+    fn free_text_differential_items_are_offered() {
+        let reading = reader().read("Most likely MG. Differential: Kawasaki disease, polymyositis.");
+        let texts: Vec<&str> = reading.differential.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["Kawasaki disease", "polymyositis"]);
+    }
+    #[test]
+    fn a_label_may_link_with_is() {
+        let (id, _, source) = leading("Given the autonomic signs, the final diagnosis is LEMS.");
+        assert_eq!((id.as_deref(), source), (Some("lambert_eaton"), "label"));
+    }
+
+    #[test]
+    fn a_label_deep_in_a_sentence_is_no_label() {
+        let reading = reader()
+            .read("A breast mass needs imaging and a biopsy before a diagnosis: mammogram, ultrasound.");
+        assert_eq!(reading.leading, None);
+        assert!(reading.declines);
+    }
+
+    #[test]
+    fn a_leading_cue_heading_names_the_next_line() {
+        let (id, _, source) = leading("## Most likely\nBotulism\n\n## Differential\n- MG");
+        assert_eq!((id.as_deref(), source), (Some("botulism"), "heading"));
+    }
+
+    #[test]
+    fn a_parenthesis_inside_a_name_is_kept() {
+        let (_, text, _) =
+            leading("Most likely diagnosis: Epidermoid (epidermal inclusion) cyst\nDifferential: lipoma");
+        assert_eq!(text.as_deref(), Some("Epidermoid (epidermal inclusion) cyst"));
+    }
+
+    #[test]
+    fn the_head_condition_leads_and_its_cause_is_offered() {
+        let reading = reader().read("Pneumonia secondary to botulism");
+        assert_eq!(reading.leading.and_then(|m| m.id).as_deref(), Some("pneumonia"));
+        assert_eq!(ids(&reading.differential), ["botulism"]);
+    }
+
+    #[test]
+    fn a_backward_differential_cue_offers_free_text() {
+        let reading = reader().read("Probably MG, though Kawasaki disease cannot be excluded.");
+        let texts: Vec<&str> = reading.differential.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["Kawasaki disease"]);
+    }
+
+    #[test]
+    fn a_pronoun_carries_a_rule_out_back() {
+        let reading =
+            reader().read("Botulism is common, but it is unlikely here. The final diagnosis is LEMS.");
+        assert_eq!(ids(&reading.ruled_out), ["botulism"]);
+    }
+
+    #[test]
+    fn questions_offer_nothing() {
+        let reading = reader().read("Before I name anything: is there botulism exposure? Diagnosis: LEMS.");
+        assert!(reading.differential.is_empty());
+    }
+
+    #[test]
+    fn a_narrative_opening_does_not_lead() {
+        assert_eq!(leading("I need an AP pelvis and a lateral film.").0, None);
+        assert_eq!(leading("I need an AP pelvis and a lateral film.").2, "none");
+        assert_eq!(leading("45-year-old with ptosis.").2, "none");
+    }
+
+    #[test]
+    fn a_refusal_is_led_only_by_its_possibilities() {
+        let reading = reader().read(
+            "I would not name a diagnosis yet. He had botulism as a child? Possibilities include LEMS.",
+        );
+        assert_eq!(
+            reading.leading.and_then(|m| m.id).as_deref(),
+            Some("lambert_eaton")
+        );
+    }
+
+    #[test]
+    fn an_abbreviation_with_a_period_does_not_end_the_sentence() {
+        let (_, text, _) = leading("Int. hemorrhoids (painless bleeding). ddx: fissure");
+        assert_eq!(text.as_deref(), Some("Int. hemorrhoids"));
+    }
+    #[test]
+    fn an_opener_leads_only_at_a_sentence_start() {
+        assert_eq!(
+            leading("Plan: rest. Likely LEMS.").0.as_deref(),
+            Some("lambert_eaton")
+        );
+        let (_, text, _) = leading("Kawasaki disease, likely incomplete.");
+        assert_eq!(text.as_deref(), Some("Kawasaki disease"));
+    }
+    #[test]
+    fn a_first_listed_phrase_ends_with_its_sentence() {
+        let (_, text, source) = leading("Myasthenia gravis. Start pyridostigmine.");
+        assert_eq!(
+            (text.as_deref(), source),
+            (Some("Myasthenia gravis"), "first_listed")
+        );
+    }
+    #[test]
+    fn a_bracketed_gloss_names_an_unknown_leader() {
+        let (id, text, _) = leading("Most likely diagnosis: Goldflam weakness (myasthenia gravis)");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+        assert_eq!(text.as_deref(), Some("Goldflam weakness (myasthenia gravis)"));
+        let (id, _, _) = leading("Most likely diagnosis: Goldflam weakness (ptosis, LEMS)");
+        assert_eq!(id, None);
+    }
+
+    #[test]
+    fn a_reason_after_a_cue_is_no_phrase() {
+        let (id, _, _) = leading("1. Botulism - most likely given the pupils.\n2. MG - less likely.");
+        assert_eq!(id.as_deref(), Some("botulism"));
+    }
+    #[test]
+    fn a_restated_case_does_not_lead() {
+        let (id, _, _) =
+            leading("45M with MG on pyridostigmine, now dysphagia. Botulism until proven otherwise.");
+        assert_eq!(id.as_deref(), Some("botulism"));
+    }
+}

@@ -14,10 +14,38 @@
 //!   `related`, `wrong` or `none` (the task's CMS analogue), and the CSS pair
 //!   verdicts of the diagnosis interventions (flip / remove the decisive
 //!   result, a red flag, age or sex, negative controls).
+//!
+//! Every phrase the reader uses — labels, differential and rule-out cues,
+//! hedges, refusal, ordering and escalation cues, spelling pairs, stop words —
+//! is data in the pack's `answer.yaml` (its fields are commented at its top);
+//! the private modules `cues` (that file), `layout` (lines, sections,
+//! sentences, clauses and the scope of each cue) and `text` (folding and
+//! canonical words) hold no domain knowledge.
+//!
+//! ```
+//! use cfeval_diagnosis::answer::Reader;
+//! use cfeval_diagnosis::grade::{Grade, grade};
+//! use cfeval_diagnosis::ontology::Ontology;
+//!
+//! let ontology = Ontology::parse(
+//!     "version: 1\ndiagnoses:\n  - id: mg\n    name: Myasthenia gravis\n    synonyms: [MG]\n",
+//!     "version: 1\ntests: []\n",
+//!     "example",
+//! )?;
+//! let cues = include_str!("../../../data/packs/general-medicine/answer.yaml");
+//! let reader = Reader::new(ontology, cues, "answer.yaml")?;
+//! let reading = reader.read("Most likely diagnosis: MG.\nDifferential: LEMS.");
+//! assert_eq!(reading.source, "label");
+//! assert_eq!(grade(&reader, &reading, "Myasthenia gravis").0, Grade::Exact);
+//! # Ok::<(), cfeval_diagnosis::Error>(())
+//! ```
 
 pub mod answer;
+mod cues;
 pub mod error;
 pub mod grade;
+mod layout;
 pub mod ontology;
+mod text;
 
 pub use error::{Error, Result};

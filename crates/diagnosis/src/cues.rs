@@ -1,0 +1,310 @@
+//! The answer file (`answer.yaml`): its strict raw layer and the cue
+//! matcher the reader uses. What each field means is commented at the top of
+//! the pack's file.
+//!
+//! Cues are found in the folded answer at word boundaries (a cue ending in
+//! `*` matches a word prefix). The structural cues — labels, leading,
+//! differential, rule-out and history cues — compete: where two overlap, the
+//! longer one is kept, so `cannot rule out X` offers X and `differential
+//! diagnosis:` is no `diagnosis:` label. The other kinds are found on their own.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::text::{Lexicon, is_boundary, words};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCues {
+    version: u32,
+    leading_labels: Vec<String>,
+    leading_forward: Vec<String>,
+    leading_openers: Vec<String>,
+    leading_backward: Vec<String>,
+    differential: Vec<String>,
+    differential_backward: Vec<String>,
+    label_links: Vec<String>,
+    narrative_starts: Vec<String>,
+    ruled_out_forward: Vec<String>,
+    ruled_out_backward: Vec<String>,
+    history: Vec<String>,
+    declines: Vec<String>,
+    uncertainty: Vec<String>,
+    order: Vec<String>,
+    escalation: Vec<String>,
+    negations: Vec<String>,
+    pronouns: Vec<String>,
+    hedges: Vec<String>,
+    phrase_ends: Vec<String>,
+    clause_breaks: Vec<String>,
+    list_separators: Vec<String>,
+    stop_words: Vec<String>,
+    qualifiers: Vec<String>,
+    spellings: BTreeMap<String, String>,
+}
+
+/// What a cue marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Label,
+    LeadingForward,
+    LeadingOpener,
+    LeadingBackward,
+    Differential,
+    DifferentialBackward,
+    RuledOutForward,
+    RuledOutBackward,
+    History,
+    Declines,
+    Uncertainty,
+    Order,
+    Escalation,
+    Negation,
+    Pronoun,
+    PhraseEnd,
+    ClauseBreak,
+    ListSeparator,
+}
+
+/// One cue found in a folded text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hit {
+    pub kind: Kind,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The compiled answer file.
+#[derive(Debug, Clone)]
+pub(crate) struct Cues {
+    structural: Vec<(Kind, String)>,
+    independent: Vec<(Kind, String)>,
+    pub hedges: Vec<String>,
+    /// Words between a label and its diagnosis (`is`, `would be`).
+    pub label_links: Vec<String>,
+    /// Words that open a sentence that is no diagnosis (`I`, `these`).
+    pub narrative_starts: Vec<String>,
+    pub lexicon: Lexicon,
+}
+
+impl Cues {
+    /// Parses and checks the answer file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        let raw: RawCues = serde_norway::from_str(text).map_err(|error| {
+            let line = error.location().map_or(0, |location| location.line());
+            Error::Invalid(format!("{origin}:{line}: {error}"))
+        })?;
+        if raw.version != 1 {
+            return Err(Error::Invalid(format!(
+                "{origin}:1: unsupported version {}",
+                raw.version
+            )));
+        }
+        let lines = |field: &str| {
+            text.lines()
+                .position(|line| line.starts_with(&format!("{field}:")))
+                .map_or(0, |index| index + 1)
+        };
+        let mut structural = Vec::new();
+        let mut independent = Vec::new();
+        let groups: [(&str, Kind, &Vec<String>, bool); 18] = [
+            ("leading_labels", Kind::Label, &raw.leading_labels, true),
+            (
+                "leading_forward",
+                Kind::LeadingForward,
+                &raw.leading_forward,
+                true,
+            ),
+            ("leading_openers", Kind::LeadingOpener, &raw.leading_openers, true),
+            (
+                "leading_backward",
+                Kind::LeadingBackward,
+                &raw.leading_backward,
+                true,
+            ),
+            ("differential", Kind::Differential, &raw.differential, true),
+            (
+                "differential_backward",
+                Kind::DifferentialBackward,
+                &raw.differential_backward,
+                true,
+            ),
+            (
+                "ruled_out_forward",
+                Kind::RuledOutForward,
+                &raw.ruled_out_forward,
+                true,
+            ),
+            (
+                "ruled_out_backward",
+                Kind::RuledOutBackward,
+                &raw.ruled_out_backward,
+                true,
+            ),
+            ("history", Kind::History, &raw.history, true),
+            ("declines", Kind::Declines, &raw.declines, false),
+            ("uncertainty", Kind::Uncertainty, &raw.uncertainty, false),
+            ("order", Kind::Order, &raw.order, false),
+            ("escalation", Kind::Escalation, &raw.escalation, false),
+            ("negations", Kind::Negation, &raw.negations, false),
+            ("pronouns", Kind::Pronoun, &raw.pronouns, false),
+            ("phrase_ends", Kind::PhraseEnd, &raw.phrase_ends, false),
+            ("clause_breaks", Kind::ClauseBreak, &raw.clause_breaks, false),
+            (
+                "list_separators",
+                Kind::ListSeparator,
+                &raw.list_separators,
+                false,
+            ),
+        ];
+        for (field, kind, phrases, is_structural) in groups {
+            for phrase in phrases {
+                let cue = phrase.trim().to_string();
+                if cue.is_empty() || cue.to_lowercase() != cue {
+                    return Err(Error::Invalid(format!(
+                        "{origin}:{}: `{field}` cue `{phrase}` must be non-empty lowercase",
+                        lines(field)
+                    )));
+                }
+                if is_structural {
+                    structural.push((kind, cue));
+                } else {
+                    independent.push((kind, cue));
+                }
+            }
+        }
+        let lexicon = Lexicon {
+            spellings: raw.spellings.into_iter().collect(),
+            stop_words: raw.stop_words.into_iter().collect(),
+            qualifiers: HashSet::new(),
+        };
+        let qualifiers = raw
+            .qualifiers
+            .iter()
+            .flat_map(|qualifier| words(qualifier, &lexicon))
+            .collect();
+        let lexicon = Lexicon {
+            qualifiers,
+            ..lexicon
+        };
+        Ok(Self {
+            structural,
+            independent,
+            hedges: raw.hedges,
+            label_links: raw.label_links,
+            narrative_starts: raw.narrative_starts,
+            lexicon,
+        })
+    }
+
+    /// Every cue in a folded text, sorted by start: the structural ones with
+    /// overlaps resolved to the longer, the others all kept.
+    pub fn find(&self, text: &str) -> Vec<Hit> {
+        let mut structural = find_all(&self.structural, text);
+        structural.sort_by(|left, right| {
+            (right.end - right.start)
+                .cmp(&(left.end - left.start))
+                .then(left.start.cmp(&right.start))
+        });
+        let mut kept: Vec<Hit> = Vec::new();
+        for hit in structural {
+            if !kept
+                .iter()
+                .any(|other| hit.start < other.end && other.start < hit.end)
+            {
+                kept.push(hit);
+            }
+        }
+        kept.extend(find_all(&self.independent, text));
+        kept.sort_by_key(|hit| (hit.start, hit.end));
+        kept.dedup();
+        kept
+    }
+}
+
+/// Every occurrence of every cue at word boundaries.
+fn find_all(cues: &[(Kind, String)], text: &str) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    for (kind, cue) in cues {
+        let (stem, prefix) = match cue.strip_suffix('*') {
+            Some(stem) => (stem, true),
+            None => (cue.as_str(), false),
+        };
+        for (start, _) in text.match_indices(stem) {
+            let mut end = start + stem.len();
+            if !is_boundary(text, start) && stem.starts_with(|c: char| c.is_alphanumeric()) {
+                continue;
+            }
+            if prefix {
+                end += text[end..]
+                    .find(|c: char| !c.is_alphanumeric())
+                    .unwrap_or(text.len() - end);
+            } else if !is_boundary(text, end) && stem.ends_with(|c: char| c.is_alphanumeric()) {
+                continue;
+            }
+            hits.push(Hit {
+                kind: *kind,
+                start,
+                end,
+            });
+        }
+    }
+    hits
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The pack's answer file.
+    pub(crate) const ANSWER_YAML: &str = include_str!("../../../data/packs/general-medicine/answer.yaml");
+
+    fn cues() -> Cues {
+        match Cues::parse(ANSWER_YAML, "answer.yaml") {
+            Ok(cues) => cues,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    fn kinds(text: &str) -> Vec<(Kind, String)> {
+        cues()
+            .find(text)
+            .into_iter()
+            .filter(|hit| hit.kind != Kind::Negation && hit.kind != Kind::ClauseBreak)
+            .map(|hit| (hit.kind, text[hit.start..hit.end].to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_pack_file_parses() {
+        assert!(!cues().hedges.is_empty());
+    }
+
+    #[test]
+    fn the_longer_cue_wins() {
+        assert_eq!(
+            kinds("cannot rule out lems"),
+            [(Kind::Differential, "cannot rule out".to_string())]
+        );
+        assert_eq!(
+            kinds("differential diagnosis: mg"),
+            [(Kind::Differential, "differential diagnosis".to_string())]
+        );
+    }
+
+    #[test]
+    fn cues_match_whole_words_and_prefixes() {
+        assert!(kinds("nothing here").is_empty());
+        let hits = kinds("start resuscitation");
+        assert_eq!(hits, [(Kind::Escalation, "resuscitation".to_string())]);
+    }
+
+    #[test]
+    fn uppercase_cues_are_rejected() {
+        let text = ANSWER_YAML.replacen("  - most likely diagnosis", "  - Most Likely", 1);
+        let error = Cues::parse(&text, "answer.yaml").err().map(|e| e.to_string());
+        assert!(error.is_some_and(|error| error.contains("leading_labels")));
+    }
+}

@@ -1,0 +1,377 @@
+//! The layout of one answer as the reader sees it: its folded text, words,
+//! cues, lines (with the section each belongs to), sentences and clauses,
+//! and the context of every position (ruled out, history, offered, ordered).
+//!
+//! A line that holds only a cue and a colon (`**Differential:**`, `Workup:`,
+//! `## Most likely diagnosis`) heads a section: the lines under it, to the
+//! next blank line or header, read as under that cue. Sentences end at `.`,
+//! `?` or `!` before a space, and at line ends; clauses end at `,` `;` `(`
+//! `)` and the answer file's clause breaks.
+
+use crate::cues::{Cues, Hit, Kind};
+use crate::text::{Folded, Lexicon, Token, tokens};
+
+/// Words allowed between a forward rule-out or history cue and what it scopes.
+const FORWARD_REACH: usize = 5;
+/// Words allowed between what a backward rule-out cue scopes and the cue.
+const BACKWARD_REACH: usize = 6;
+/// Words allowed between a negation and the escalation or order it negates.
+const NEGATION_REACH: usize = 3;
+
+/// One line of the answer, in folded offsets.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    pub start: usize,
+    pub end: usize,
+    /// Where its content starts, past list markers and markdown.
+    pub content: usize,
+    pub blank: bool,
+    /// The cue kind it heads a section for, when it is a header.
+    pub header: Option<Kind>,
+    /// The kind of the section it sits in.
+    pub section: Option<Kind>,
+}
+
+/// One answer laid out.
+#[derive(Debug)]
+pub(crate) struct Layout<'a> {
+    pub original: &'a str,
+    pub folded: Folded,
+    pub tokens: Vec<Token>,
+    pub hits: Vec<Hit>,
+    pub lines: Vec<Line>,
+}
+
+fn is_markup(character: char) -> bool {
+    matches!(
+        character,
+        '*' | '_' | '#' | '>' | '`' | ' ' | '\t' | '-' | '•' | '+'
+    )
+}
+
+/// Where a line's content starts: past indentation, list markers and markup.
+fn content_start(line: &str) -> usize {
+    let trimmed = line.trim_start_matches(is_markup);
+    let mut offset = line.len() - trimmed.len();
+    let digits = trimmed.len() - trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits > 0 && digits <= 2 {
+        let rest = &trimmed[digits..];
+        if rest.starts_with('.') || rest.starts_with(')') {
+            let after = &rest[1..];
+            offset += digits + 1 + (after.len() - after.trim_start_matches(is_markup).len());
+        }
+    }
+    offset
+}
+
+impl<'a> Layout<'a> {
+    pub fn new(original: &'a str, cues: &Cues, lexicon: &Lexicon) -> Self {
+        let folded = Folded::new(original);
+        let tokens = tokens(original, &folded, lexicon);
+        let hits = cues.find(&folded.text);
+        let mut layout = Self {
+            original,
+            folded,
+            tokens,
+            hits,
+            lines: Vec::new(),
+        };
+        layout.lines = layout.lay_lines();
+        layout
+    }
+
+    fn lay_lines(&self) -> Vec<Line> {
+        let text = &self.folded.text;
+        let mut lines = Vec::new();
+        let mut start = 0;
+        let mut section = None;
+        for piece in text.split('\n') {
+            let end = start + piece.len();
+            let blank = piece.trim_matches(is_markup).trim().is_empty();
+            let content = start + content_start(piece);
+            let header = if blank { None } else { self.header_of(content, end) };
+            if blank {
+                section = None;
+            } else if header.is_some() {
+                section = header;
+            }
+            lines.push(Line {
+                start,
+                end,
+                content,
+                blank,
+                header,
+                section: if header.is_some() { None } else { section },
+            });
+            start = end + 1;
+        }
+        lines
+    }
+
+    /// The cue kind a line heads a section for: the line ends in a colon (or
+    /// holds nothing but the cue) and its first cue says what follows.
+    fn header_of(&self, start: usize, end: usize) -> Option<Kind> {
+        let text = self.folded.text[start..end]
+            .trim_end_matches(is_markup)
+            .trim_end();
+        let hit = self.hits.iter().find(|hit| {
+            hit.start >= start
+                && hit.end <= end
+                && matches!(
+                    hit.kind,
+                    Kind::Label | Kind::Differential | Kind::RuledOutForward | Kind::Order
+                )
+        })?;
+        let rest = self.folded.text[hit.end..end].trim_matches(|c: char| is_markup(c) || c == ':');
+        (text.ends_with(':') || rest.is_empty()).then_some(hit.kind)
+    }
+
+    /// The line holding a folded offset.
+    pub fn line_of(&self, position: usize) -> &Line {
+        let index = self
+            .lines
+            .iter()
+            .position(|line| position <= line.end)
+            .unwrap_or(self.lines.len().saturating_sub(1));
+        &self.lines[index]
+    }
+
+    /// The sentence holding a folded offset, as folded bounds.
+    pub fn sentence_of(&self, position: usize) -> (usize, usize) {
+        let line = self.line_of(position);
+        let text = &self.folded.text;
+        let mut start = line.content.min(position);
+        let mut end = line.end;
+        let bytes = text.as_bytes();
+        for index in line.content..line.end {
+            if matches!(bytes[index], b'.' | b'?' | b'!')
+                && (index + 1 == line.end || bytes[index + 1] == b' ')
+                && !text[..index].ends_with("vs")
+                && !text[..index].ends_with("e.g")
+                && !text[..index].ends_with("i.e")
+                && !text[..index].ends_with(|c: char| c.is_ascii_digit())
+                && !self.original[self.folded.original(index + 1)..]
+                    .trim_start()
+                    .starts_with(|c: char| c.is_lowercase())
+            {
+                if index < position {
+                    start = index + 1;
+                } else {
+                    end = index;
+                    break;
+                }
+            }
+        }
+        (start, end.max(start))
+    }
+
+    /// The clause holding a folded offset, as folded bounds.
+    pub fn clause_of(&self, position: usize) -> (usize, usize) {
+        let (sentence_start, sentence_end) = self.sentence_of(position);
+        let mut start = sentence_start;
+        let mut end = sentence_end;
+        let bytes = &self.folded.text.as_bytes()[sentence_start..sentence_end];
+        for (offset, byte) in bytes.iter().enumerate() {
+            let index = sentence_start + offset;
+            if matches!(byte, b',' | b';' | b'(' | b')') {
+                if index < position {
+                    start = index + 1;
+                } else {
+                    end = index;
+                    break;
+                }
+            }
+        }
+        for hit in &self.hits {
+            if hit.kind == Kind::ClauseBreak && hit.start >= start && hit.end <= end {
+                if hit.end <= position {
+                    start = hit.end;
+                } else if hit.start >= position {
+                    end = hit.start;
+                }
+            }
+        }
+        (start, end)
+    }
+
+    /// How many words lie between two folded offsets.
+    pub fn words_between(&self, from: usize, to: usize) -> usize {
+        // Tokens are in text order: count by binary search.
+        let first = self.tokens.partition_point(|token| token.start < from);
+        let past = self.tokens.partition_point(|token| token.end <= to);
+        past.saturating_sub(first)
+    }
+
+    /// The hits of a kind inside folded bounds.
+    pub fn hits_in(&self, kind: Kind, start: usize, end: usize) -> impl Iterator<Item = &Hit> {
+        self.hits
+            .iter()
+            .filter(move |hit| hit.kind == kind && hit.start >= start && hit.end <= end)
+    }
+
+    /// Whether a span is ruled out: a forward cue shortly before it or a
+    /// backward cue shortly after it in its clause, or a rule-out section.
+    pub fn is_ruled_out(&self, start: usize, end: usize) -> bool {
+        if self.line_of(start).section == Some(Kind::RuledOutForward) {
+            return true;
+        }
+        let (clause_start, clause_end) = self.clause_of(start);
+        let (_, sentence_end) = self.sentence_of(start);
+        self.hits_in(Kind::RuledOutForward, clause_start, start)
+            .any(|hit| self.words_between(hit.end, start) <= FORWARD_REACH)
+            || self
+                .hits_in(Kind::RuledOutBackward, end, clause_end.max(end))
+                .any(|hit| self.words_between(end, hit.start) <= BACKWARD_REACH)
+            || self
+                .hits_in(Kind::RuledOutBackward, clause_end.max(end), sentence_end.max(end))
+                .any(|hit| self.refers_back(hit.start))
+    }
+
+    /// Whether the clause of a backward cue at `cue` has a pronoun for its
+    /// subject (`..., but they are unlikely`), which refers back to the
+    /// sentence before it.
+    fn refers_back(&self, cue: usize) -> bool {
+        let (clause_start, _) = self.clause_of(cue);
+        self.hits_in(Kind::Pronoun, clause_start, cue).any(|hit| {
+            self.words_between(clause_start, hit.start) == 0 && self.words_between(hit.end, cue) <= 1
+        })
+    }
+
+    /// Whether a span restates history (`known X`, `history of X`).
+    pub fn is_history(&self, start: usize) -> bool {
+        let (clause_start, _) = self.clause_of(start);
+        self.hits_in(Kind::History, clause_start, start)
+            .any(|hit| self.words_between(hit.end, start) <= FORWARD_REACH)
+    }
+
+    /// Whether a span sits in a question (`is there bilious vomiting?`).
+    pub fn is_question(&self, start: usize) -> bool {
+        let (_, end) = self.sentence_of(start);
+        self.folded.text[end..].starts_with('?')
+    }
+
+    /// Whether a span sits in a sentence or section that orders tests.
+    pub fn is_ordering(&self, start: usize) -> bool {
+        if self.line_of(start).section == Some(Kind::Order) {
+            return true;
+        }
+        let (sentence_start, _) = self.sentence_of(start);
+        self.hits_in(Kind::Order, sentence_start, start)
+            .any(|hit| !self.is_negated(hit))
+    }
+
+    /// Whether a span is offered by a differential cue (in its sentence,
+    /// before or after it) or sits in a differential section.
+    pub fn is_offered_by_cue(&self, start: usize) -> bool {
+        if self.line_of(start).section == Some(Kind::Differential) {
+            return true;
+        }
+        let (sentence_start, sentence_end) = self.sentence_of(start);
+        self.hits_in(Kind::Differential, sentence_start, start)
+            .next()
+            .is_some()
+            || self
+                .hits_in(Kind::DifferentialBackward, start, sentence_end)
+                .next()
+                .is_some()
+            || self
+                .hits_in(Kind::LeadingForward, sentence_start, start)
+                .next()
+                .is_some()
+    }
+
+    /// Whether a cue is negated by a negation shortly before it in its clause.
+    pub fn is_negated(&self, hit: &Hit) -> bool {
+        let (clause_start, _) = self.clause_of(hit.start);
+        self.hits_in(Kind::Negation, clause_start, hit.start)
+            .any(|negation| self.words_between(negation.end, hit.start) <= NEGATION_REACH)
+    }
+
+    /// The original text of folded bounds.
+    pub fn original_text(&self, start: usize, end: usize) -> &'a str {
+        let from = self.folded.original(start);
+        let to = self.folded.original(end).max(from);
+        &self.original[from..to]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cues::tests::ANSWER_YAML;
+
+    fn with_layout(text: &str, check: impl FnOnce(&Layout<'_>)) {
+        let cues = match Cues::parse(ANSWER_YAML, "answer.yaml") {
+            Ok(cues) => cues,
+            Err(error) => panic!("{error}"),
+        };
+        let layout = Layout::new(text, &cues, &cues.lexicon);
+        check(&layout);
+    }
+
+    fn at(text: &str, needle: &str) -> usize {
+        text.to_lowercase().find(needle).unwrap_or(usize::MAX)
+    }
+
+    #[test]
+    fn list_markers_are_skipped() {
+        assert_eq!(content_start("  1. **MG**"), 7);
+        assert_eq!(content_start("- LEMS"), 2);
+        assert_eq!(content_start("12 mg"), 0);
+    }
+
+    #[test]
+    fn header_lines_open_sections_until_a_blank_line() {
+        let text = "**Differential:**\n- LEMS\n- botulism\n\nPlan: rest";
+        with_layout(text, |layout| {
+            assert_eq!(layout.lines[0].header, Some(Kind::Differential));
+            assert_eq!(layout.lines[1].section, Some(Kind::Differential));
+            assert_eq!(layout.lines[2].section, Some(Kind::Differential));
+            assert_eq!(layout.lines[4].section, None);
+        });
+    }
+
+    #[test]
+    fn sentences_and_clauses_have_bounds() {
+        let text = "MG is likely. LEMS vs. botulism, but not stroke";
+        with_layout(text, |layout| {
+            let lems = at(text, "lems");
+            assert_eq!(layout.sentence_of(lems), (13, text.len()));
+            let stroke = at(text, "stroke");
+            let (start, _) = layout.clause_of(stroke);
+            assert!(start > at(text, "botulism"));
+        });
+    }
+
+    #[test]
+    fn rule_out_cues_scope_both_directions() {
+        let text = "No evidence of botulism. Stroke is unlikely. LEMS remains possible";
+        with_layout(text, |layout| {
+            let span = |word: &str| (at(text, word), at(text, word) + word.len());
+            let (start, end) = span("botulism");
+            assert!(layout.is_ruled_out(start, end));
+            let (start, end) = span("stroke");
+            assert!(layout.is_ruled_out(start, end));
+            let (start, end) = span("lems");
+            assert!(!layout.is_ruled_out(start, end));
+        });
+    }
+
+    #[test]
+    fn history_needs_a_history_cue_in_the_clause() {
+        let text = "Known Crohn disease, now with fever; consider abscess";
+        with_layout(text, |layout| {
+            assert!(layout.is_history(at(text, "crohn")));
+            assert!(!layout.is_history(at(text, "abscess")));
+        });
+    }
+
+    #[test]
+    fn negated_orders_do_not_order() {
+        let text = "No need to order a CT. Check a CBC";
+        with_layout(text, |layout| {
+            assert!(!layout.is_ordering(at(text, "ct")));
+            assert!(layout.is_ordering(at(text, "cbc")));
+        });
+    }
+}

@@ -1,0 +1,95 @@
+//! The development gold set (`tests/gold/diagnosis-answers/answers.jsonl`):
+//! every answer graded with the pack's data and compared with the hand label.
+//! Prints agreement, Cohen's kappa and the confusion matrix (rows: gold,
+//! columns: cfeval); `CFEVAL_GOLD_REPORT=1` also prints each disagreement.
+//! Fails below agreement 0.95.
+
+use std::path::PathBuf;
+
+use cfeval_diagnosis::answer::Reader;
+use cfeval_diagnosis::grade::grade;
+
+const LABELS: [&str; 4] = ["exact", "related", "wrong", "none"];
+const FLOOR: f64 = 0.95;
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn field<'a>(row: &'a serde_json::Value, name: &str) -> &'a str {
+    row.get(name)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+}
+
+#[test]
+fn development_gold_set_agrees() {
+    let root = workspace();
+    let reader = match Reader::load(&root.join("data/packs/general-medicine")) {
+        Ok(reader) => reader,
+        Err(error) => panic!("loading the pack: {error}"),
+    };
+    let path = root.join("tests/gold/diagnosis-answers/answers.jsonl");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) => panic!("reading {}: {error}", path.display()),
+    };
+    let report = std::env::var("CFEVAL_GOLD_REPORT").is_ok_and(|value| value == "1");
+    let mut confusion = [[0usize; 4]; 4];
+    for (number, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+    {
+        let row: serde_json::Value = match serde_json::from_str(line) {
+            Ok(row) => row,
+            Err(error) => panic!("{}:{}: {error}", path.display(), number + 1),
+        };
+        let gold = field(&row, "label");
+        let Some(gold_index) = LABELS.iter().position(|label| *label == gold) else {
+            panic!("{}:{}: unknown label {gold}", path.display(), number + 1);
+        };
+        let reading = reader.read(field(&row, "answer"));
+        let (graded, rationale) = grade(&reader, &reading, field(&row, "reference"));
+        let graded_index = LABELS
+            .iter()
+            .position(|label| *label == graded.as_str())
+            .unwrap_or(3);
+        confusion[gold_index][graded_index] += 1;
+        if report && gold_index != graded_index {
+            println!(
+                "--- {} [{}] reference {:?}: gold {gold}, cfeval {} ({rationale})\n{}\n  gold: {}\n",
+                field(&row, "id"),
+                field(&row, "style"),
+                field(&row, "reference"),
+                graded.as_str(),
+                field(&row, "answer"),
+                field(&row, "rationale"),
+            );
+        }
+    }
+    let total: usize = confusion.iter().flatten().sum();
+    let agreed: usize = (0..4).map(|index| confusion[index][index]).sum();
+    let agreement = agreed as f64 / total.max(1) as f64;
+    let chance: f64 = (0..4)
+        .map(|index| {
+            let gold: usize = confusion[index].iter().sum();
+            let graded: usize = confusion.iter().map(|row| row[index]).sum();
+            gold as f64 * graded as f64
+        })
+        .sum::<f64>()
+        / (total.max(1) as f64).powi(2);
+    let kappa = (agreement - chance) / (1.0 - chance);
+    println!("diagnosis gold (development): {agreed}/{total} agree = {agreement:.3}, kappa = {kappa:.3}");
+    println!(
+        "{:>8} {:>7} {:>7} {:>7} {:>7}   (rows gold, columns cfeval)",
+        "", LABELS[0], LABELS[1], LABELS[2], LABELS[3]
+    );
+    for (index, row) in confusion.iter().enumerate() {
+        println!(
+            "{:>8} {:>7} {:>7} {:>7} {:>7}",
+            LABELS[index], row[0], row[1], row[2], row[3]
+        );
+    }
+    assert!(agreement >= FLOOR, "agreement {agreement:.3} below {FLOOR}");
+}
