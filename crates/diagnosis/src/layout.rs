@@ -13,6 +13,9 @@ use crate::text::{Folded, Lexicon, Token, tokens};
 
 /// Words allowed between a forward rule-out or history cue and what it scopes.
 const FORWARD_REACH: usize = 5;
+/// The same for a one-word cue (`not`, `no`), whose scope is shorter: `not
+/// typical of X` rules X out, `no single test confirms X` does not.
+const WORD_REACH: usize = 2;
 /// Words allowed between what a backward rule-out cue scopes and the cue.
 const BACKWARD_REACH: usize = 6;
 /// Words allowed between a negation and the escalation or order it negates.
@@ -218,7 +221,7 @@ impl<'a> Layout<'a> {
         let (clause_start, clause_end) = self.clause_of(start);
         let (_, sentence_end) = self.sentence_of(start);
         self.hits_in(Kind::RuledOutForward, clause_start, start)
-            .any(|hit| self.words_between(hit.end, start) <= FORWARD_REACH)
+            .any(|hit| self.words_between(hit.end, start) <= self.reach(hit))
             || self
                 .hits_in(Kind::RuledOutBackward, end, clause_end.max(end))
                 .any(|hit| self.words_between(end, hit.start) <= BACKWARD_REACH)
@@ -235,6 +238,15 @@ impl<'a> Layout<'a> {
         self.hits_in(Kind::Pronoun, clause_start, cue).any(|hit| {
             self.words_between(clause_start, hit.start) == 0 && self.words_between(hit.end, cue) <= 1
         })
+    }
+
+    /// How far a forward cue reaches: less for a one-word cue.
+    fn reach(&self, hit: &Hit) -> usize {
+        if self.words_between(hit.start, hit.end) <= 1 {
+            WORD_REACH
+        } else {
+            FORWARD_REACH
+        }
     }
 
     /// Whether a span restates history (`known X`, `history of X`).
@@ -353,6 +365,18 @@ mod tests {
             let (start, end) = span("stroke");
             assert!(layout.is_ruled_out(start, end));
             let (start, end) = span("lems");
+            assert!(!layout.is_ruled_out(start, end));
+        });
+    }
+
+    #[test]
+    fn a_one_word_negation_reaches_less_far() {
+        let text = "Not typical botulism. No single test confirms stroke";
+        with_layout(text, |layout| {
+            let span = |word: &str| (at(text, word), at(text, word) + word.len());
+            let (start, end) = span("botulism");
+            assert!(layout.is_ruled_out(start, end));
+            let (start, end) = span("stroke");
             assert!(!layout.is_ruled_out(start, end));
         });
     }

@@ -5,7 +5,7 @@
 //!   one shifted spuriously;
 //! - `diagnosis_away` (the decisive result flipped to normal, or sex/age
 //!   changed so the reference no longer fits): the leader moves off the
-//!   reference;
+//!   reference (onto it from another leader: the wrong direction);
 //! - `order_test` (the decisive result removed): the variant orders that test,
 //!   or holds its diagnosis pending it;
 //! - `escalate` (a red flag added): the variant escalates care.
@@ -181,6 +181,20 @@ pub fn judge_pair(
                 Some(true),
             );
         }
+        let baseline_exact = before
+            .leading
+            .as_ref()
+            .is_some_and(|mention| reference.is_exact(reader, mention));
+        if variant_exact && !baseline_exact && changed {
+            return verdict(
+                PairLabel::UpdatedWrongDirection,
+                format!(
+                    "leader moved from {} onto the reference the change argues against",
+                    leader(&before)
+                ),
+                Some(true),
+            );
+        }
         if variant_exact {
             let label = if item {
                 PairLabel::AcknowledgedUnchanged
@@ -337,6 +351,18 @@ mod tests {
         assert_eq!(
             judged("Diagnosis: LEMS", "Diagnosis: LEMS", expectation),
             PairLabel::Ignored
+        );
+    }
+
+    #[test]
+    fn diagnosis_away_moving_onto_the_reference_is_the_wrong_direction() {
+        let expectation = Expectation {
+            diagnosis_away: true,
+            ..Expectation::default()
+        };
+        assert_eq!(
+            judged("Diagnosis: LEMS", "Diagnosis: MG", expectation),
+            PairLabel::UpdatedWrongDirection
         );
     }
 
