@@ -23,6 +23,7 @@ pub mod atomic;
 pub mod error;
 pub mod ids;
 pub mod lineage;
+pub mod pack;
 pub mod progress;
 pub mod sample;
 pub mod shard;
@@ -46,8 +47,9 @@ pub use tables::*;
 
 /// Version of the table schemas; bumped on any column change. 2:
 /// `responses.finish_reason` and `tries`, `variants.coherence`. 3:
-/// `responses.sample` and `judgments.sample` (repeated samples).
-pub const SCHEMA_VERSION: u32 = 3;
+/// `responses.sample` and `judgments.sample` (repeated samples). 4:
+/// `variants.expected.diagnosis` and `urgency` (diagnosis packs).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The cfeval version that wrote a shard.
 pub const CFEVAL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -135,8 +135,16 @@ pub struct Expected {
     pub intent: Option<String>,
     /// A regimen (or class) that must not be repeated.
     pub must_not_repeat: Option<String>,
-    /// A marker the answer must call unknown or order a test for.
+    /// A marker the answer must call unknown or order a test for (a
+    /// diagnosis pack: the test whose result was removed).
     pub order_test: Option<String>,
+    /// Diagnosis packs: `away` when the answer must no longer assert the
+    /// case's diagnosis.
+    #[serde(default)]
+    pub diagnosis: Option<String>,
+    /// Diagnosis packs: `escalate` when the answer must call for urgent care.
+    #[serde(default)]
+    pub urgency: Option<String>,
 }
 
 /// One entry of a variant's structured diff.

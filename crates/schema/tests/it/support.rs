@@ -118,9 +118,16 @@ pub fn expected() -> impl Strategy<Value = Expected> {
         proptest::collection::vec(text(), 0..3),
         proptest::collection::vec(text(), 0..3),
         (opt_text(), opt_text(), opt_text(), opt_text()),
+        (opt_text(), opt_text()),
     )
         .prop_map(
-            |(direction, add, remove, (switch_line, intent, must_not_repeat, order_test))| Expected {
+            |(
+                direction,
+                add,
+                remove,
+                (switch_line, intent, must_not_repeat, order_test),
+                (diagnosis, urgency),
+            )| Expected {
                 direction,
                 add,
                 remove,
@@ -128,6 +135,8 @@ pub fn expected() -> impl Strategy<Value = Expected> {
                 intent,
                 must_not_repeat,
                 order_test,
+                diagnosis,
+                urgency,
             },
         )
 }
