@@ -13,6 +13,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use cfeval_schema::pack::Pack;
+use cfeval_schema::vocab::Vocabulary;
+
 use crate::vocab;
 
 /// One problem in a catalog file, at a 1-based line and column.
@@ -29,33 +32,16 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// An intervention family: `A`–`E` from the paper, `N` the negative controls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-pub enum Family {
-    A,
-    B,
-    C,
-    D,
-    E,
-    N,
-}
+/// An intervention family, as the pack's vocabulary names it (`A`–`E` and
+/// `N` in oncology, `F` and `N` in general-medicine diagnosis).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(transparent)]
+pub struct Family(String);
 
 impl Family {
-    /// The family's letter, as written in the `family` column.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Family::A => "A",
-            Family::B => "B",
-            Family::C => "C",
-            Family::D => "D",
-            Family::E => "E",
-            Family::N => "N",
-        }
-    }
-
-    /// Whether this is the negative-control family (expected: unchanged).
-    pub fn is_control(self) -> bool {
-        self == Family::N
+    /// The family's name, as written in the `family` column.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -101,6 +87,9 @@ pub enum Predicate {
     Not(Box<Predicate>),
     /// Some fact matches the pattern.
     Fact(FactPattern),
+    /// Some reference fact (what no subject sees: the decisive items of a
+    /// diagnostic case) matches the pattern.
+    Reference(FactPattern),
     /// The case's cancer type is one of these.
     CancerType(Vec<String>),
     /// The case is metastatic (stage group IV, `M1`, or a metastatic fact).
@@ -189,6 +178,49 @@ pub enum EditOp {
         sentences: Vec<String>,
         sections: Vec<String>,
     },
+    /// The decisive result (the case's reference fact `decisive` of kind
+    /// `target`) made normal: its value is rewritten with the first
+    /// replacement whose cue occurs in it, else `default`.
+    FlipResult {
+        target: String,
+        #[serde(default)]
+        replacements: Vec<Replacement>,
+        default: String,
+    },
+    /// The decisive result's line deleted from the chart.
+    RemoveResult { target: String },
+    /// Findings set to new values (a red flag): each named fact's value is
+    /// rewritten; a case without every named fact is not applicable.
+    SetFindings { values: Vec<FindingValue> },
+    /// The patient's sex swapped: each pair's words (and the pronouns)
+    /// exchanged across the whole chart.
+    SwapSex {
+        pairs: Vec<(String, String)>,
+        /// Words after which `her` is an object (`him`), not a possessive.
+        #[serde(default)]
+        object_before: Vec<String>,
+    },
+}
+
+/// A cue-dependent replacement of a result.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replacement {
+    /// Any of these (lowercase words) in the result as written.
+    pub cue: Vec<String>,
+    pub text: String,
+}
+
+/// One finding [`EditOp::SetFindings`] sets.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FindingValue {
+    pub kind: String,
+    pub name: String,
+    /// The new text of the value.
+    pub text: String,
+    /// The new normalised value (`abnormal`).
+    pub value: String,
 }
 
 fn default_true() -> bool {
@@ -234,8 +266,15 @@ pub struct ExpectedBranch {
     /// A class, or `progressed_regimen` (the regimen as the chart names it).
     #[serde(default)]
     pub must_not_repeat: Option<String>,
+    /// A marker (oncology), or `decisive` (the removed test, by name).
     #[serde(default)]
     pub order_test: Option<String>,
+    /// `away`: the answer must no longer assert the case's diagnosis.
+    #[serde(default)]
+    pub diagnosis: Option<String>,
+    /// `escalate`: the answer must call for urgent care.
+    #[serde(default)]
+    pub urgency: Option<String>,
 }
 
 /// One pre-registered intervention.
@@ -273,24 +312,49 @@ pub struct Catalog {
     interventions: Vec<Intervention>,
     /// Compiled paraphrase lists, by intervention index.
     paraphrasers: Vec<Option<crate::ops::control::Paraphraser>>,
+    /// The pack the catalog belongs to (none: the built-in oncology
+    /// vocabulary, a catalog outside any pack).
+    pack: Option<Pack>,
 }
 
 impl Catalog {
-    /// Reads and checks a catalog file.
+    /// Reads and checks a catalog file. A catalog inside a pack (a folder
+    /// above it holds `pack.yaml`) is checked against the pack's vocabulary
+    /// and its hash takes in the pack's.
     pub fn load(path: &Path) -> Result<Catalog> {
         let bytes = fs_err::read(path).map_err(|source| Error::ReadCatalog {
             path: path.to_path_buf(),
             source,
         })?;
-        Catalog::from_bytes(&bytes).map_err(|diagnostics| Error::InvalidCatalog {
+        let pack = match Pack::containing(path) {
+            Some(dir) => Some(Pack::load(&dir).map_err(|message| Error::InvalidCatalog {
+                path: path.to_path_buf(),
+                diagnostics: vec![Diagnostic {
+                    line: 0,
+                    column: 0,
+                    message: format!("its pack does not load: {message}"),
+                }],
+            })?),
+            None => None,
+        };
+        Catalog::from_bytes_in(&bytes, pack).map_err(|diagnostics| Error::InvalidCatalog {
             path: path.to_path_buf(),
             diagnostics,
         })
     }
 
-    /// Parses and checks catalog bytes.
+    /// Parses and checks catalog bytes (outside any pack).
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Catalog, Vec<Diagnostic>> {
-        let (_, raw) = parse(bytes)?;
+        Self::from_bytes_in(bytes, None)
+    }
+
+    /// Parses and checks catalog bytes of `pack`.
+    pub fn from_bytes_in(bytes: &[u8], pack: Option<Pack>) -> std::result::Result<Catalog, Vec<Diagnostic>> {
+        let vocabulary: &Vocabulary = match &pack {
+            Some(pack) => &pack.vocabulary,
+            None => Vocabulary::builtin(),
+        };
+        let (_, raw) = parse(bytes, vocabulary)?;
         let paraphrasers = raw
             .interventions
             .iter()
@@ -301,16 +365,42 @@ impl Catalog {
                 })
             })
             .collect();
+        let file_hash = cfeval_schema::ids::hash_bytes(bytes);
+        let hash = match &pack {
+            None => file_hash,
+            Some(pack) => cfeval_schema::ids::content_id("catalog-in-pack", &[&file_hash, pack.hash()]),
+        };
         Ok(Catalog {
             paraphrasers,
             name: raw.catalog,
             description: raw.description,
-            hash: cfeval_schema::ids::hash_bytes(bytes),
+            hash,
             interventions: raw.interventions,
+            pack,
         })
     }
 
-    /// The BLAKE3 hash of the file's bytes: the pre-registration lock.
+    /// The pack the catalog belongs to, if any.
+    pub fn pack(&self) -> Option<&Pack> {
+        self.pack.as_ref()
+    }
+
+    /// The vocabulary the catalog was checked against.
+    pub fn vocabulary(&self) -> &Vocabulary {
+        match &self.pack {
+            Some(pack) => &pack.vocabulary,
+            None => Vocabulary::builtin(),
+        }
+    }
+
+    /// Whether an intervention is a negative control (its family is the
+    /// vocabulary's control family).
+    pub fn is_control(&self, intervention: &Intervention) -> bool {
+        intervention.family.as_str() == self.vocabulary().control_family
+    }
+
+    /// The BLAKE3 hash of the file's bytes (with the pack's, for a catalog
+    /// in a pack): the pre-registration lock.
     pub fn hash(&self) -> &str {
         &self.hash
     }
@@ -444,7 +534,10 @@ fn split_point(source: &str) -> Option<usize> {
 }
 
 /// The catalog's text and raw form, once its syntax and rules are checked.
-fn parse(bytes: &[u8]) -> std::result::Result<(&str, RawCatalog), Vec<Diagnostic>> {
+fn parse<'a>(
+    bytes: &'a [u8],
+    vocabulary: &Vocabulary,
+) -> std::result::Result<(&'a str, RawCatalog), Vec<Diagnostic>> {
     let source = std::str::from_utf8(bytes).map_err(|error| {
         let (line, column) = position(&String::from_utf8_lossy(bytes), error.valid_up_to());
         vec![Diagnostic {
@@ -454,7 +547,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<(&str, RawCatalog), Vec<Diagnostic
         }]
     })?;
     let raw = parse_raw(source).map_err(|error| vec![yaml_diagnostic(&error)])?;
-    let diagnostics = validate(source, &raw);
+    let diagnostics = validate(source, &raw, vocabulary);
     if !diagnostics.is_empty() {
         return Err(diagnostics);
     }
@@ -481,7 +574,22 @@ pub fn check_with(path: &Path, known_class: Option<&dyn Fn(&str) -> bool>) -> Ve
             }];
         }
     };
-    let (source, raw) = match parse(&bytes) {
+    let pack = match Pack::containing(path).map(|dir| Pack::load(&dir)) {
+        None => None,
+        Some(Ok(pack)) => Some(pack),
+        Some(Err(message)) => {
+            return vec![Diagnostic {
+                line: 0,
+                column: 0,
+                message: format!("its pack does not load: {message}"),
+            }];
+        }
+    };
+    let vocabulary: &Vocabulary = match &pack {
+        Some(pack) => &pack.vocabulary,
+        None => Vocabulary::builtin(),
+    };
+    let (source, raw) = match parse(&bytes, vocabulary) {
         Ok(parsed) => parsed,
         Err(diagnostics) => return diagnostics,
     };
@@ -689,7 +797,7 @@ fn id_keys(source: &str) -> Vec<(usize, &str)> {
 
 const SWITCH_LINES: &[&str] = &["first", "second", "third", "fourth", "next"];
 /// The placeholders an expected text may hold, filled per case by the engine.
-const PLACEHOLDERS: &[&str] = &["regimen", "procedure"];
+const PLACEHOLDERS: &[&str] = &["regimen", "procedure", "test"];
 
 /// The `{name}` placeholders of a text (letters, digits and `_` between braces).
 fn placeholders(text: &str) -> Vec<&str> {
@@ -714,7 +822,7 @@ fn placeholders(text: &str) -> Vec<&str> {
 }
 const FLIPPABLE: &[&str] = &["HER2", "ER", "PR", "PD-L1"];
 
-fn validate(source: &str, raw: &RawCatalog) -> Vec<Diagnostic> {
+fn validate(source: &str, raw: &RawCatalog, vocabulary: &Vocabulary) -> Vec<Diagnostic> {
     let locator = Locator::new(source, raw);
     let mut out = Vec::new();
     if raw.version != 1 {
@@ -760,23 +868,41 @@ fn validate(source: &str, raw: &RawCatalog) -> Vec<Diagnostic> {
                 ),
             ));
         }
+        if !vocabulary.is_family(intervention.family.as_str()) {
+            out.push(locator.at_key(
+                index,
+                "family",
+                format!(
+                    "unknown family `{}` (the {} pack's families: {})",
+                    intervention.family.as_str(),
+                    vocabulary.pack,
+                    vocabulary.family_names().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
         if intervention.title.trim().is_empty() {
             out.push(locator.at_key(index, "title", format!("intervention `{id}` has an empty title")));
         }
-        check_predicate(&locator, index, &intervention.applies_when, &mut out);
+        check_predicate(&locator, vocabulary, index, &intervention.applies_when, &mut out);
         if intervention.edits.is_empty() {
             out.push(locator.at_key(index, "edits", format!("intervention `{id}` has no edits")));
         }
         for edit in &intervention.edits {
-            check_edit(&locator, index, intervention, edit, &mut out);
+            check_edit(&locator, vocabulary, index, intervention, edit, &mut out);
         }
-        check_expected(&locator, index, intervention, &mut out);
+        check_expected(&locator, vocabulary, index, intervention, &mut out);
     }
     out.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
     out
 }
 
-fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, out: &mut Vec<Diagnostic>) {
+fn check_predicate(
+    locator: &Locator<'_>,
+    vocabulary: &Vocabulary,
+    index: usize,
+    predicate: &Predicate,
+    out: &mut Vec<Diagnostic>,
+) {
     match predicate {
         Predicate::All(items) | Predicate::Any(items) => {
             if items.is_empty() {
@@ -788,19 +914,19 @@ fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, o
                 out.push(locator.at_key(index, key, format!("`{key}` needs at least one predicate")));
             }
             for item in items {
-                check_predicate(locator, index, item, out);
+                check_predicate(locator, vocabulary, index, item, out);
             }
         }
-        Predicate::Not(inner) => check_predicate(locator, index, inner, out),
-        Predicate::Fact(pattern) => {
-            let Some(spec) = vocab::kind(&pattern.kind) else {
+        Predicate::Not(inner) => check_predicate(locator, vocabulary, index, inner, out),
+        Predicate::Fact(pattern) | Predicate::Reference(pattern) => {
+            let Some(spec) = vocabulary.kind(&pattern.kind) else {
                 out.push(locator.at(
                     index,
                     &pattern.kind,
                     format!(
                         "unknown fact kind `{}` (known: {})",
                         pattern.kind,
-                        vocab::kind_names().join(", ")
+                        kind_names(vocabulary).join(", ")
                     ),
                 ));
                 return;
@@ -829,7 +955,7 @@ fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, o
                         .as_deref()
                         .is_some_and(|name| name.eq_ignore_ascii_case("group"))
                 {
-                    Some(vocab::stage_groups())
+                    Some(&vocabulary.stage_groups[..])
                 } else {
                     spec.values.as_deref()
                 };
@@ -878,13 +1004,13 @@ fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, o
                 ));
             }
             for kind in types {
-                if !vocab::contains(vocab::cancer_types(), kind) {
+                if !vocab::contains(vocabulary.values("cancer_type"), kind) {
                     out.push(locator.at(
                         index,
                         kind,
                         format!(
                             "unknown cancer type `{kind}` (known: {})",
-                            vocab::cancer_types().join(", ")
+                            vocabulary.values("cancer_type").join(", ")
                         ),
                     ));
                 }
@@ -896,38 +1022,60 @@ fn check_predicate(locator: &Locator<'_>, index: usize, predicate: &Predicate, o
 
 fn check_edit(
     locator: &Locator<'_>,
+    vocabulary: &Vocabulary,
     index: usize,
     intervention: &Intervention,
     edit: &EditOp,
     out: &mut Vec<Diagnostic>,
 ) {
-    let family = intervention.family;
-    let wanted: &[Family] = match edit {
-        EditOp::FlipBiomarker { .. } => &[Family::A],
-        EditOp::StripBiomarker { .. } => &[Family::C],
-        EditOp::SetSurgery { .. } => &[Family::D],
-        EditOp::InjectProgression { .. } => &[Family::B],
-        EditOp::SetStage { .. } => &[Family::E],
-        EditOp::Paraphrase { .. } | EditOp::AddSentence { .. } => &[Family::N],
+    let family = intervention.family.as_str();
+    let control = vocabulary.control_family.as_str();
+    let oncology = vocabulary.pack == "oncology";
+    // Oncology's edits belong to its families; the task-neutral edits of a
+    // result or finding to any scored family; the controls' to the control.
+    let (op_name, wanted): (&str, Option<&str>) = match edit {
+        EditOp::FlipBiomarker { .. } => ("flip_biomarker", Some("A")),
+        EditOp::StripBiomarker { .. } => ("strip_biomarker", Some("C")),
+        EditOp::SetSurgery { .. } => ("set_surgery", Some("D")),
+        EditOp::InjectProgression { .. } => ("inject_progression", Some("B")),
+        EditOp::SetStage { .. } => ("set_stage", Some("E")),
+        EditOp::Paraphrase { .. } => ("paraphrase", Some(control)),
+        EditOp::AddSentence { .. } => ("add_sentence", Some(control)),
+        EditOp::FlipResult { .. } => ("flip_result", None),
+        EditOp::RemoveResult { .. } => ("remove_result", None),
+        EditOp::SetFindings { .. } => ("set_findings", None),
+        EditOp::SwapSex { .. } => ("swap_sex", None),
     };
-    let op_name = match edit {
-        EditOp::FlipBiomarker { .. } => "flip_biomarker",
-        EditOp::StripBiomarker { .. } => "strip_biomarker",
-        EditOp::SetSurgery { .. } => "set_surgery",
-        EditOp::InjectProgression { .. } => "inject_progression",
-        EditOp::SetStage { .. } => "set_stage",
-        EditOp::Paraphrase { .. } => "paraphrase",
-        EditOp::AddSentence { .. } => "add_sentence",
-    };
-    if !wanted.contains(&family) {
+    let oncology_only = matches!(
+        edit,
+        EditOp::FlipBiomarker { .. }
+            | EditOp::StripBiomarker { .. }
+            | EditOp::SetSurgery { .. }
+            | EditOp::InjectProgression { .. }
+            | EditOp::SetStage { .. }
+    );
+    if oncology_only && !oncology {
         out.push(locator.at_key(
             index,
             op_name,
             format!(
-                "edit `{op_name}` belongs to family {}, not family {}",
-                wanted.iter().map(|family| family.as_str()).collect::<Vec<_>>().join("/"),
-                family.as_str()
+                "edit `{op_name}` is the oncology pack's; the {} pack cannot use it",
+                vocabulary.pack
             ),
+        ));
+    } else if let Some(wanted) = wanted
+        && wanted != family
+    {
+        out.push(locator.at_key(
+            index,
+            op_name,
+            format!("edit `{op_name}` belongs to family {wanted}, not family {family}"),
+        ));
+    } else if wanted.is_none() && family == control {
+        out.push(locator.at_key(
+            index,
+            op_name,
+            format!("edit `{op_name}` changes a fact: it cannot belong to the control family {control}"),
         ));
     }
     match edit {
@@ -968,7 +1116,7 @@ fn check_edit(
                 out.push(locator.at_key(index, "default_procedure", "`default_procedure` is empty".into()));
             }
             for kind in procedure_by_cancer.keys() {
-                if !vocab::contains(vocab::cancer_types(), kind) {
+                if !vocab::contains(vocabulary.values("cancer_type"), kind) {
                     out.push(locator.at(index, kind, format!("unknown cancer type `{kind}`")));
                 }
             }
@@ -1010,11 +1158,100 @@ fn check_edit(
                 out.push(locator.at_key(index, "sections", "`sections` needs at least one section".into()));
             }
         }
+        EditOp::FlipResult {
+            target,
+            replacements,
+            default,
+        } => {
+            check_target(locator, vocabulary, index, target, out);
+            if default.trim().is_empty()
+                || replacements
+                    .iter()
+                    .any(|r| r.text.trim().is_empty() || r.cue.is_empty())
+            {
+                out.push(locator.at_key(
+                    index,
+                    "flip_result",
+                    "`flip_result` needs a non-empty `default` and, per replacement, cues and a text".into(),
+                ));
+            }
+        }
+        EditOp::RemoveResult { target } => check_target(locator, vocabulary, index, target, out),
+        EditOp::SetFindings { values } => {
+            if values.is_empty() {
+                out.push(locator.at_key(index, "values", "`values` needs at least one finding".into()));
+            }
+            for finding in values {
+                match vocabulary.kind(&finding.kind) {
+                    None => out.push(locator.at(
+                        index,
+                        &finding.kind,
+                        format!(
+                            "unknown fact kind `{}` (known: {})",
+                            finding.kind,
+                            kind_names(vocabulary).join(", ")
+                        ),
+                    )),
+                    Some(spec) if !spec.allows_value(&finding.value) => out.push(locator.at(
+                        index,
+                        &finding.value,
+                        format!("unknown {} value `{}`", finding.kind, finding.value),
+                    )),
+                    Some(_) if finding.text.trim().is_empty() || finding.name.trim().is_empty() => {
+                        out.push(locator.at_key(index, "values", "a finding needs a name and a text".into()))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        EditOp::SwapSex { pairs, .. } => {
+            if pairs.is_empty()
+                || pairs.iter().any(|(left, right)| {
+                    left.trim().is_empty() || right.trim().is_empty() || left.eq_ignore_ascii_case(right)
+                })
+            {
+                out.push(locator.at_key(
+                    index,
+                    "pairs",
+                    "`pairs` needs pairs of two different non-empty words".into(),
+                ));
+            }
+        }
     }
+}
+
+/// A result edit's target: a fact kind of the vocabulary.
+fn check_target(
+    locator: &Locator<'_>,
+    vocabulary: &Vocabulary,
+    index: usize,
+    target: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    if vocabulary.kind(target).is_none() {
+        out.push(locator.at(
+            index,
+            target,
+            format!(
+                "unknown target kind `{target}` (known: {})",
+                kind_names(vocabulary).join(", ")
+            ),
+        ));
+    }
+}
+
+/// Every fact kind's name.
+fn kind_names(vocabulary: &Vocabulary) -> Vec<&str> {
+    vocabulary
+        .fact_kinds
+        .iter()
+        .map(|spec| spec.kind.as_str())
+        .collect()
 }
 
 fn check_expected(
     locator: &Locator<'_>,
+    vocabulary: &Vocabulary,
     index: usize,
     intervention: &Intervention,
     out: &mut Vec<Diagnostic>,
@@ -1039,10 +1276,10 @@ fn check_expected(
             ));
         }
         match &branch.when {
-            Some(when) => check_predicate(locator, index, when, out),
+            Some(when) => check_predicate(locator, vocabulary, index, when, out),
             None => unconditional_seen = true,
         }
-        let want = if intervention.family.is_control() {
+        let want = if intervention.family.as_str() == vocabulary.control_family {
             Direction::Unchanged
         } else {
             Direction::Changed
@@ -1095,19 +1332,38 @@ fn check_expected(
             ));
         }
         if let Some(intent) = &branch.intent
-            && !vocab::contains(vocab::intents(), intent)
+            && !vocab::contains(vocabulary.values("intent"), intent)
         {
             out.push(locator.at(
                 index,
                 intent,
                 format!(
                     "unknown intent `{intent}` (known: {})",
-                    vocab::intents().join(", ")
+                    vocabulary.values("intent").join(", ")
                 ),
             ));
         }
+        if let Some(diagnosis) = &branch.diagnosis
+            && diagnosis != "away"
+        {
+            out.push(locator.at(
+                index,
+                diagnosis,
+                format!("unknown diagnosis direction `{diagnosis}` (known: away)"),
+            ));
+        }
+        if let Some(urgency) = &branch.urgency
+            && urgency != "escalate"
+        {
+            out.push(locator.at(
+                index,
+                urgency,
+                format!("unknown urgency `{urgency}` (known: escalate)"),
+            ));
+        }
         if let Some(marker) = &branch.order_test
-            && !vocab::contains(vocab::biomarkers(), marker)
+            && marker != "decisive"
+            && !vocab::contains(vocabulary.names("biomarker"), marker)
         {
             out.push(locator.at(
                 index,
@@ -1115,7 +1371,7 @@ fn check_expected(
                 format!("unknown biomarker `{marker}` in order_test"),
             ));
         }
-        if intervention.family.is_control()
+        if intervention.family.as_str() == vocabulary.control_family
             && (!branch.add.is_empty() || !branch.remove.is_empty() || branch.switch_line.is_some())
         {
             out.push(locator.at_key(

@@ -9,7 +9,7 @@ use cfeval_schema::{CaseRow, DiffEntry, Expected, Fact, Section, VariantRow, ids
 
 use crate::catalog::{Catalog, EditOp, ExpectedBranch, FactPattern, Intervention, Predicate};
 use crate::coherence;
-use crate::ops::{Chart, FactChange, Outcome, biomarker, control, progression, stage, surgery};
+use crate::ops::{Chart, FactChange, Outcome, biomarker, control, finding, progression, stage, surgery};
 use crate::text::OffsetMap;
 use crate::vocab;
 
@@ -53,7 +53,11 @@ pub fn apply_with_text(catalog: &Catalog, case: &CaseRow) -> Vec<Variant> {
             sections: case.sections.clone(),
             facts: case.facts.clone(),
             diff: Vec::new(),
-            coherence: findings(&case.source_text, &case.facts, case),
+            coherence: if checks_coherence(catalog) {
+                findings(&case.source_text, &case.facts, case)
+            } else {
+                Vec::new()
+            },
         },
         text: Some(case.source_text.clone()),
     });
@@ -65,11 +69,20 @@ pub fn apply_with_text(catalog: &Catalog, case: &CaseRow) -> Vec<Variant> {
             .clone()
             .and_then(|()| variant(catalog, index, intervention, &chart));
         out.push(match result {
-            Ok(variant) => coherent(catalog, intervention, case, variant, &baseline),
+            Ok(variant) if checks_coherence(catalog) => {
+                coherent(catalog, intervention, case, variant, &baseline)
+            }
+            Ok(variant) => variant,
             Err(reason) => not_applicable(catalog, intervention, case, reason),
         });
     }
     out
+}
+
+/// Whether the chart coherence check (stage, TNM, imaging, surgery wording,
+/// regimen: oncology's) applies to the catalog's charts.
+fn checks_coherence(catalog: &Catalog) -> bool {
+    catalog.vocabulary().pack == "oncology"
 }
 
 /// The coherence findings of a chart, as the `coherence` column spells them.
@@ -228,6 +241,14 @@ fn run_edit(catalog: &Catalog, index: usize, edit: &EditOp, chart: &Chart<'_>) -
             control::paraphrase(chart, paraphraser, *reorder_sections)
         }
         EditOp::AddSentence { sentences, sections } => control::add_sentence(chart, sentences, sections),
+        EditOp::FlipResult {
+            target,
+            replacements,
+            default,
+        } => finding::flip_result(chart, target, replacements, default),
+        EditOp::RemoveResult { target } => finding::remove_result(chart, target),
+        EditOp::SetFindings { values } => finding::set_findings(chart, values),
+        EditOp::SwapSex { pairs, object_before } => finding::swap_sex(chart, pairs, object_before),
     }
 }
 
@@ -244,6 +265,11 @@ fn section_touched(catalog: &Catalog, index: usize, edit: &EditOp, text: &str) -
         EditOp::SetStage { .. } => stage::touches(text),
         EditOp::Paraphrase { .. } => catalog.paraphraser(index).is_some_and(|p| p.touches(text)),
         EditOp::AddSentence { .. } => false,
+        // They edit facts by span: an unanchored section holds none.
+        EditOp::FlipResult { .. }
+        | EditOp::RemoveResult { .. }
+        | EditOp::SetFindings { .. }
+        | EditOp::SwapSex { .. } => false,
     }
 }
 
@@ -256,6 +282,7 @@ fn merge(into: &mut Outcome, next: Outcome) -> Result<(), String> {
     into.regimen = into.regimen.take().or(next.regimen);
     into.procedure = into.procedure.take().or(next.procedure);
     into.progressed_line = into.progressed_line.or(next.progressed_line);
+    into.order_test = into.order_test.take().or(next.order_test);
     Ok(())
 }
 
@@ -429,6 +456,7 @@ fn build(
         outcome.regimen.as_deref(),
         outcome.procedure.as_deref(),
         outcome.progressed_line,
+        outcome.order_test.as_deref(),
     );
     Ok(Variant {
         row: VariantRow {
@@ -506,7 +534,7 @@ pub fn expectation(
     progressed_line: Option<usize>,
 ) -> Option<(String, Expected)> {
     expected_branch(intervention, case)
-        .map(|branch| resolve_expected(branch, regimen, procedure, progressed_line))
+        .map(|branch| resolve_expected(branch, regimen, procedure, progressed_line, None))
 }
 
 fn resolve_expected(
@@ -514,12 +542,15 @@ fn resolve_expected(
     regimen: Option<&str>,
     procedure: Option<&str>,
     progressed_line: Option<usize>,
+    test: Option<&str>,
 ) -> (String, Expected) {
     let regimen = regimen.unwrap_or("the current regimen").to_string();
     let procedure = procedure.unwrap_or("the operation").to_string();
+    let test_name = test.unwrap_or("the decisive test").to_string();
     let fill = |text: &str| {
         text.replace("{regimen}", &regimen)
             .replace("{procedure}", &procedure)
+            .replace("{test}", &test_name)
     };
     let switch_line = branch.switch_line.as_ref().map(|line| {
         if line == "next" {
@@ -547,7 +578,15 @@ fn resolve_expected(
             switch_line,
             intent: branch.intent.clone(),
             must_not_repeat,
-            order_test: branch.order_test.clone(),
+            order_test: branch.order_test.as_ref().map(|what| {
+                if what == "decisive" {
+                    test_name.clone()
+                } else {
+                    what.clone()
+                }
+            }),
+            diagnosis: branch.diagnosis.clone(),
+            urgency: branch.urgency.clone(),
         },
     )
 }
@@ -559,6 +598,7 @@ pub fn holds(predicate: &Predicate, case: &CaseRow) -> bool {
         Predicate::Any(items) => items.iter().any(|item| holds(item, case)),
         Predicate::Not(inner) => !holds(inner, case),
         Predicate::Fact(pattern) => case.facts.iter().any(|fact| matches(pattern, fact)),
+        Predicate::Reference(pattern) => case.reference.facts.iter().any(|fact| matches(pattern, fact)),
         Predicate::CancerType(types) => {
             cancer_type(case).is_some_and(|kind| vocab::contains(&as_strs(types), &kind))
         }
@@ -648,6 +688,25 @@ fn explain(predicate: &Predicate, case: &CaseRow) -> String {
         ),
         Predicate::Not(inner) => format!("excluded because {}", describe_predicate(inner)),
         Predicate::Fact(pattern) => format!("no fact {}", describe_pattern(pattern)),
+        Predicate::Reference(pattern) => {
+            let mut reason = format!("no reference fact {}", describe_pattern(pattern));
+            // The rule that looked for a decisive test result, and found none.
+            if pattern.kind == "decisive"
+                && pattern.name.as_deref() == Some("test_result")
+                && let Some(rule) = case.extra.iter().find(|entry| entry.key == "decisive_rule")
+            {
+                reason.push_str(&format!(" (decisive rule: {})", rule.value.trim_matches('"')));
+            }
+            if pattern.kind == "decisive"
+                && pattern.name.as_deref() == Some("sex")
+                && let Some(diagnosis) = &case.reference.diagnosis
+            {
+                reason.push_str(&format!(
+                    ": the ontology does not mark {diagnosis} as occurring in one sex only"
+                ));
+            }
+            reason
+        }
         Predicate::CancerType(types) => format!(
             "cancer type is {}, not {}",
             cancer_type(case).unwrap_or_else(|| "unknown".into()),
@@ -673,6 +732,9 @@ fn describe_predicate(predicate: &Predicate) -> String {
             .join(" or "),
         Predicate::Not(inner) => format!("not ({})", describe_predicate(inner)),
         Predicate::Fact(pattern) => format!("the case has a fact {}", describe_pattern(pattern)),
+        Predicate::Reference(pattern) => {
+            format!("the case has a reference fact {}", describe_pattern(pattern))
+        }
         Predicate::CancerType(types) => format!("cancer type is {}", types.join(" or ")),
         Predicate::Metastatic(true) => "the case is metastatic".into(),
         Predicate::Metastatic(false) => "the case is not metastatic".into(),

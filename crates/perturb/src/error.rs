@@ -33,6 +33,9 @@ pub enum Error {
         catalog: String,
         file: PathBuf,
     },
+    /// The run's pack and the catalog's disagree, or a pack does not load.
+    #[error("{0}")]
+    Pack(String),
     #[error("run {run} has no committed `cases` shards to perturb")]
     NoCases { run: PathBuf },
     #[error("perturb stage failed on run {run}: {source}")]

@@ -55,6 +55,19 @@ const UNIT: &str = units::PERTURB;
 /// changed catalog or changed cases retire the old variants first.
 pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
     let catalog = Catalog::load(&config.catalog)?;
+    let run_pack = cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)?;
+    match (catalog.pack(), &run_pack) {
+        (Some(pack), _) => pack.record(run_dir).map_err(Error::Pack)?,
+        (None, Some(pack)) => {
+            return Err(Error::Pack(format!(
+                "the run's cases were read with pack `{}`; its catalog is {}, not {}",
+                pack.name,
+                pack.catalog_path().display(),
+                config.catalog.display()
+            )));
+        }
+        (None, None) => {}
+    }
     let schema = |source| Error::Schema {
         run: run_dir.to_path_buf(),
         source,

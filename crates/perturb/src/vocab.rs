@@ -1,45 +1,5 @@
-//! The fact vocabulary a catalog may name: the pack's (`cfeval_schema::vocab`,
-//! data in `data/packs/oncology/vocabulary.yaml`), its one owner.
-
-use cfeval_schema::vocab::{FactKind, Vocabulary};
-
-fn vocabulary() -> &'static Vocabulary {
-    Vocabulary::builtin()
-}
-
-/// A fact kind by name.
-pub(crate) fn kind(kind: &str) -> Option<&'static FactKind> {
-    vocabulary().kind(kind)
-}
-
-/// Every fact kind's name.
-pub(crate) fn kind_names() -> Vec<&'static str> {
-    vocabulary()
-        .fact_kinds
-        .iter()
-        .map(|spec| spec.kind.as_str())
-        .collect()
-}
-
-/// The cancer types.
-pub(crate) fn cancer_types() -> &'static [String] {
-    vocabulary().values("cancer_type")
-}
-
-/// The biomarker names.
-pub(crate) fn biomarkers() -> &'static [String] {
-    vocabulary().names("biomarker")
-}
-
-/// The treatment intents.
-pub(crate) fn intents() -> &'static [String] {
-    vocabulary().values("intent")
-}
-
-/// The stage groups (without sub-stage letters).
-pub(crate) fn stage_groups() -> &'static [String] {
-    &vocabulary().stage_groups
-}
+//! Helpers over the vocabulary's strings. The vocabulary itself (the pack's,
+//! `cfeval_schema::vocab`) reaches the catalog's checks with the catalog.
 
 /// Case-insensitive membership.
 pub(crate) fn contains<S: AsRef<str>>(list: &[S], item: &str) -> bool {

@@ -3,6 +3,7 @@
 
 pub(crate) mod biomarker;
 pub(crate) mod control;
+pub(crate) mod finding;
 pub(crate) mod progression;
 pub(crate) mod stage;
 pub(crate) mod surgery;
@@ -200,6 +201,8 @@ pub(crate) struct Outcome {
     pub procedure: Option<String>,
     /// 1-based line number of the line that progressed.
     pub progressed_line: Option<usize>,
+    /// The test a removed result needs (an expected `order_test: decisive`).
+    pub order_test: Option<String>,
 }
 
 /// Why a case cannot take an edit.

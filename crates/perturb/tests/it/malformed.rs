@@ -130,7 +130,11 @@ fn id_must_match_family() {
 
 #[test]
 fn unknown_family() {
-    assert_error(&GOOD.replace("family: A", "family: Z"), 5, "unknown variant `Z`");
+    assert_error(
+        &GOOD.replace("family: A", "family: Z"),
+        5,
+        "unknown family `Z` (the oncology pack's families: A, B, C, D, E, N)",
+    );
 }
 
 #[test]
