@@ -41,8 +41,10 @@
 //! ```
 
 pub mod answer;
+pub mod control;
 mod cues;
 pub mod error;
+pub mod findings;
 pub mod grade;
 mod layout;
 pub mod ontology;

@@ -1,0 +1,693 @@
+//! Reading a structured diagnostic case (AgentClinic OSCE lines,
+//! `Label - Sub-label: value`) into facts, each with the exact span of its
+//! value, and choosing the case's decisive items — over the pack's
+//! `facts.yaml` and ontology.
+//!
+//! Fact kinds: `demographic` (`age` in years, `sex`), `symptom`, `history`,
+//! `vital` and `exam` and `test_result` (value `normal` | `abnormal` |
+//! `unknown`, the result as written in `detail`).
+//!
+//! **The decisive test result** (the rule, in order; the first that finds
+//! one decides, and the rule's name is recorded):
+//! 1. `names_diagnosis`: a test result whose value names the reference
+//!    diagnosis (any ontology name or synonym: "compatible with Hirschsprung
+//!    disease");
+//! 2. `confirming`: a test result, not normal, whose label or value holds
+//!    one of the reference diagnosis's `confirming` phrases in the ontology;
+//! 3. none: the case has no decisive test result, and the interventions that
+//!    need one say so.
+//!
+//! Within a rule, the first such result in chart order is chosen. The
+//! choice is a reference fact (kind `decisive`, name `test_result`, value
+//! the test's label, span the result's), which no subject sees. When the
+//! ontology marks the reference diagnosis sex-specific, a second reference
+//! fact (`decisive`/`sex`) records it.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use cfeval_schema::{Fact, Section};
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::ontology::Ontology;
+use crate::{Error, Result};
+
+/// The pack's chart-reading data (`facts.yaml`).
+#[derive(Debug, Clone)]
+pub struct Lexicon {
+    sections: BTreeMap<String, String>,
+    vitals: Vec<Vital>,
+    normal: Vec<String>,
+    abnormal: Regex,
+    negation: Regex,
+    unavailable: Vec<String>,
+    female: Vec<String>,
+    male: Vec<String>,
+    ages: Vec<(Regex, f64)>,
+    hash: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVital {
+    labels: Vec<String>,
+    #[serde(default)]
+    range: Option<(f64, f64)>,
+    #[serde(default)]
+    fahrenheit_range: Option<(f64, f64)>,
+    #[serde(default)]
+    systolic: Option<(f64, f64)>,
+    #[serde(default)]
+    diastolic: Option<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+struct Vital {
+    id: String,
+    spec: RawVital,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAge {
+    pattern: String,
+    unit: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLexicon {
+    version: u32,
+    sections: BTreeMap<String, String>,
+    vitals: BTreeMap<String, RawVital>,
+    normal: Vec<String>,
+    abnormal: Vec<String>,
+    negation: Vec<String>,
+    unavailable: Vec<String>,
+    sex: BTreeMap<String, Vec<String>>,
+    age: Vec<RawAge>,
+}
+
+const KINDS: &[&str] = &[
+    "demographic",
+    "symptom",
+    "history",
+    "vital",
+    "exam",
+    "test_result",
+];
+
+fn words_pattern(words: &[String]) -> std::result::Result<Regex, regex::Error> {
+    let mut sorted: Vec<&String> = words.iter().collect();
+    sorted.sort_by_key(|word| std::cmp::Reverse(word.len()));
+    let alternatives: Vec<String> = sorted.iter().map(|word| regex::escape(word)).collect();
+    Regex::new(&format!(r"(?i)\b(?:{})\b", alternatives.join("|")))
+}
+
+impl Lexicon {
+    /// Parses `facts.yaml`; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        let invalid = |message: String| Error::Invalid(format!("{origin}: {message}"));
+        let raw: RawLexicon = serde_norway::from_str(text).map_err(|error| invalid(error.to_string()))?;
+        if raw.version != 1 {
+            return Err(invalid(format!("version {} is not 1", raw.version)));
+        }
+        for (section, kind) in &raw.sections {
+            if !KINDS.contains(&kind.as_str()) {
+                return Err(invalid(format!(
+                    "section `{section}` gives kind `{kind}`, not one of {}",
+                    KINDS.join(", ")
+                )));
+            }
+        }
+        for (id, vital) in &raw.vitals {
+            let ranges = [
+                vital.range,
+                vital.fahrenheit_range,
+                vital.systolic,
+                vital.diastolic,
+            ];
+            if ranges.iter().flatten().any(|(low, high)| low > high) {
+                return Err(invalid(format!(
+                    "vital `{id}` has a range whose low end is above its high end"
+                )));
+            }
+            if vital.labels.is_empty() {
+                return Err(invalid(format!("vital `{id}` has no labels")));
+            }
+        }
+        let mut female = Vec::new();
+        let mut male = Vec::new();
+        for (sex, words) in raw.sex {
+            match sex.as_str() {
+                "female" => female = words,
+                "male" => male = words,
+                other => return Err(invalid(format!("sex `{other}` is not female or male"))),
+            }
+        }
+        let mut ages = Vec::new();
+        for age in raw.age {
+            let pattern = Regex::new(&format!("(?i){}", age.pattern))
+                .map_err(|error| invalid(format!("age pattern `{}`: {error}", age.pattern)))?;
+            if pattern.captures_len() != 2 || age.unit <= 0.0 {
+                return Err(invalid(format!(
+                    "age pattern `{}` needs exactly one capture and a positive unit",
+                    age.pattern
+                )));
+            }
+            ages.push((pattern, age.unit));
+        }
+        Ok(Lexicon {
+            sections: raw.sections,
+            vitals: raw
+                .vitals
+                .into_iter()
+                .map(|(id, spec)| Vital { id, spec })
+                .collect(),
+            normal: raw.normal.iter().map(|cue| cue.to_lowercase()).collect(),
+            abnormal: words_pattern(&raw.abnormal).map_err(|error| invalid(error.to_string()))?,
+            negation: words_pattern(&raw.negation).map_err(|error| invalid(error.to_string()))?,
+            unavailable: raw.unavailable.iter().map(|cue| cue.to_lowercase()).collect(),
+            female,
+            male,
+            ages,
+            hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
+        })
+    }
+
+    /// Loads `facts.yaml` from a pack folder.
+    pub fn load(pack_dir: &Path) -> Result<Self> {
+        let path = pack_dir.join("facts.yaml");
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// BLAKE3 of the file.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// `normal`, `abnormal` or `unknown` for a result as written.
+    pub fn classify(&self, value: &str) -> &'static str {
+        let lower = value.trim().to_lowercase();
+        if lower.is_empty()
+            || self
+                .unavailable
+                .iter()
+                .any(|cue| lower == *cue || lower.starts_with(cue.as_str()))
+        {
+            return "unknown";
+        }
+        if self.has_unnegated_abnormal(&lower) {
+            return "abnormal";
+        }
+        let starts_normal = self.normal.iter().any(|cue| {
+            lower == *cue
+                || lower
+                    .strip_prefix(cue.as_str())
+                    .is_some_and(|rest| rest.starts_with(|c: char| !c.is_alphanumeric()))
+        });
+        // "(within normal limits)" after a number.
+        let says_normal = self
+            .normal
+            .iter()
+            .any(|cue| cue.contains(' ') && lower.contains(cue.as_str()));
+        if starts_normal || says_normal {
+            "normal"
+        } else {
+            "unknown"
+        }
+    }
+
+    /// Whether an abnormal cue occurs outside a negated clause.
+    fn has_unnegated_abnormal(&self, lower: &str) -> bool {
+        self.abnormal.find_iter(lower).any(|cue| {
+            let clause_start = lower[..cue.start()]
+                .rfind([',', ';', '.', '('])
+                .map_or(0, |at| at + 1);
+            !self.negation.is_match(&lower[clause_start..cue.start()])
+        })
+    }
+
+    /// The vital a label names, if any.
+    fn vital(&self, label: &str) -> Option<&Vital> {
+        let label = normal_label(label);
+        let last = label.rsplit(" - ").next().unwrap_or(&label).to_string();
+        self.vitals.iter().find(|vital| {
+            vital
+                .spec
+                .labels
+                .iter()
+                .any(|name| last == *name || last.starts_with(&format!("{name} ")))
+        })
+    }
+
+    /// A vital sign's value against its range.
+    fn classify_vital(&self, vital: &Vital, value: &str) -> &'static str {
+        let numbers = numbers(value);
+        let within = |range: Option<(f64, f64)>, number: f64| {
+            range.is_none_or(|(low, high)| low <= number && number <= high)
+        };
+        if vital.id == "blood_pressure" || vital.spec.systolic.is_some() {
+            if let [systolic, diastolic, ..] = numbers[..] {
+                return if within(vital.spec.systolic, systolic) && within(vital.spec.diastolic, diastolic) {
+                    "normal"
+                } else {
+                    "abnormal"
+                };
+            }
+        } else if let Some(&number) = numbers.first() {
+            let fahrenheit = value.contains('F') && !value.contains('C');
+            let range = if fahrenheit {
+                vital.spec.fahrenheit_range.or(vital.spec.range)
+            } else {
+                vital.spec.range
+            };
+            return if within(range, number) {
+                "normal"
+            } else {
+                "abnormal"
+            };
+        }
+        self.classify(value)
+    }
+
+    fn sex_of(&self, text: &str) -> Option<(&'static str, Range<usize>)> {
+        let mut best: Option<(&'static str, Range<usize>)> = None;
+        for (sex, words) in [("female", &self.female), ("male", &self.male)] {
+            let Ok(pattern) = words_pattern(words) else {
+                continue;
+            };
+            if let Some(found) = pattern.find(text)
+                && best.as_ref().is_none_or(|(_, range)| found.start() < range.start)
+            {
+                best = Some((sex, found.range()));
+            }
+        }
+        best
+    }
+
+    fn age_of(&self, text: &str) -> Option<(String, Range<usize>)> {
+        self.ages.iter().find_map(|(pattern, unit)| {
+            let captures = pattern.captures(text)?;
+            let whole = captures.get(0)?;
+            let number: f64 = captures.get(1)?.as_str().parse().ok()?;
+            let years = number / unit;
+            let value = if years.fract() == 0.0 {
+                format!("{years}")
+            } else {
+                format!("{years:.2}")
+            };
+            Some((value, whole.range()))
+        })
+    }
+}
+
+fn normal_label(label: &str) -> String {
+    label.replace(['_'], " ").to_lowercase().trim().to_string()
+}
+
+/// The numbers in a value, in order (`125/80 mmHg` → 125, 80).
+fn numbers(value: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for character in value.chars().chain([' ']) {
+        if character.is_ascii_digit() || (character == '.' && !current.is_empty()) {
+            current.push(character);
+        } else if character == ',' && !current.is_empty() {
+            // thousands separator: 12,000
+        } else {
+            if let Ok(number) = current.trim_end_matches('.').parse::<f64>() {
+                out.push(number);
+            }
+            current.clear();
+        }
+    }
+    out
+}
+
+/// One `label: value` line of a chart section.
+#[derive(Debug, Clone)]
+struct Line {
+    label: String,
+    value: Range<usize>,
+}
+
+/// The `label: value` lines of a section (offsets into the source text). The
+/// section's own label (`Labs: `) is skipped on its first line.
+fn lines(source: &str, section: &Section) -> Vec<Line> {
+    let (Some(start), Some(end)) = (section.span_start, section.span_end) else {
+        return Vec::new();
+    };
+    let (start, end) = (start as usize, end as usize);
+    let Some(text) = source.get(start..end) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut offset = start;
+    for (index, raw_line) in text.split_inclusive('\n').enumerate() {
+        let line_start = offset;
+        offset += raw_line.len();
+        let mut content = raw_line.trim_end_matches(['\n', '\r']);
+        let mut content_start = line_start;
+        if index == 0
+            && let Some(at) = content.find(": ")
+        {
+            content_start += at + 2;
+            content = &content[at + 2..];
+        }
+        match content.find(": ") {
+            Some(at) => {
+                let value_start = content_start + at + 2;
+                let value_text = &content[at + 2..];
+                let trimmed = value_text.trim_end();
+                if trimmed.is_empty() {
+                    continue;
+                }
+                out.push(Line {
+                    label: content[..at].trim().to_string(),
+                    value: value_start..value_start + trimmed.len(),
+                });
+            }
+            None if !content.trim().is_empty() => out.push(Line {
+                label: String::new(),
+                value: content_start..content_start + content.trim_end().len(),
+            }),
+            None => {}
+        }
+    }
+    out
+}
+
+fn fact(
+    kind: &str,
+    name: &str,
+    value: &str,
+    detail: Option<String>,
+    section: &str,
+    source: &str,
+    span: Range<usize>,
+) -> Fact {
+    Fact {
+        kind: kind.to_string(),
+        name: name.to_string(),
+        value: value.to_string(),
+        polarity: "affirmed".into(),
+        certainty: "certain".into(),
+        detail,
+        section: section.to_string(),
+        span_start: span.start as u64,
+        span_end: span.end as u64,
+        span_text: source[span].to_string(),
+        origin: "rule".into(),
+    }
+}
+
+/// The facts of a structured diagnostic chart.
+pub fn read(lexicon: &Lexicon, source: &str, sections: &[Section]) -> Vec<Fact> {
+    let mut facts = Vec::new();
+    for section in sections {
+        let Some(kind) = lexicon.sections.get(&section.name) else {
+            continue;
+        };
+        for line in lines(source, section) {
+            let value = &source[line.value.clone()];
+            match kind.as_str() {
+                "demographic" => {
+                    if let Some((years, span)) = lexicon.age_of(value) {
+                        let span = line.value.start + span.start..line.value.start + span.end;
+                        facts.push(fact(
+                            "demographic",
+                            "age",
+                            &years,
+                            None,
+                            &section.name,
+                            source,
+                            span,
+                        ));
+                    }
+                    if let Some((sex, span)) = lexicon.sex_of(value) {
+                        let span = line.value.start + span.start..line.value.start + span.end;
+                        facts.push(fact("demographic", "sex", sex, None, &section.name, source, span));
+                    }
+                }
+                "symptom" => {
+                    let mut item_start = line.value.start;
+                    for item in value.split("; ") {
+                        let trimmed = item.trim();
+                        if !trimmed.is_empty() {
+                            let lead = item.len() - item.trim_start().len();
+                            let span = item_start + lead..item_start + lead + trimmed.len();
+                            facts.push(fact(
+                                "symptom",
+                                &trimmed.to_lowercase(),
+                                "present",
+                                None,
+                                &section.name,
+                                source,
+                                span,
+                            ));
+                        }
+                        item_start += item.len() + 2;
+                    }
+                }
+                "history" => {
+                    let name = if line.label.is_empty() {
+                        section.name.clone()
+                    } else {
+                        normal_label(&line.label)
+                    };
+                    facts.push(fact(
+                        "history",
+                        &name,
+                        "stated",
+                        None,
+                        &section.name,
+                        source,
+                        line.value.clone(),
+                    ));
+                }
+                "exam" | "test_result" => {
+                    let label = if line.label.is_empty() {
+                        section.name.replace('_', " ")
+                    } else {
+                        line.label.clone()
+                    };
+                    if kind == "exam"
+                        && let Some(vital) = lexicon.vital(&label)
+                    {
+                        let status = lexicon.classify_vital(vital, value);
+                        facts.push(fact(
+                            "vital",
+                            &vital.id,
+                            status,
+                            Some(value.to_string()),
+                            &section.name,
+                            source,
+                            line.value.clone(),
+                        ));
+                        continue;
+                    }
+                    let status = lexicon.classify(value);
+                    facts.push(fact(
+                        kind,
+                        &label,
+                        status,
+                        Some(value.to_string()),
+                        &section.name,
+                        source,
+                        line.value.clone(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    facts
+}
+
+/// The decisive items of a case with reference diagnosis `reference`:
+/// reference facts (kind `decisive`), and the rule that chose the test.
+pub fn decisive(ontology: &Ontology, facts: &[Fact], reference: &str) -> (Vec<Fact>, &'static str) {
+    let mut out = Vec::new();
+    let Some(diagnosis) = ontology.resolve(reference) else {
+        return (out, "reference_not_in_ontology");
+    };
+    let mut names: Vec<String> = std::iter::once(&diagnosis.name)
+        .chain(&diagnosis.synonyms)
+        .map(|name| name.to_lowercase())
+        .filter(|name| name.chars().count() >= 4)
+        .collect();
+    names.push(reference.to_lowercase());
+    let tests = || facts.iter().filter(|fact| fact.kind == "test_result");
+    let names_it = |fact: &&Fact| {
+        let value = fact.span_text.to_lowercase();
+        names.iter().any(|name| contains_phrase(&value, name))
+    };
+    let confirms = |fact: &&Fact| {
+        fact.value != "normal" && {
+            let text = format!("{} {}", fact.name.replace('_', " "), fact.span_text).to_lowercase();
+            diagnosis
+                .confirming
+                .iter()
+                .any(|phrase| contains_phrase(&text, &phrase.to_lowercase()))
+        }
+    };
+    let (chosen, rule) = match tests().find(names_it) {
+        Some(found) => (Some(found), "names_diagnosis"),
+        None => match tests().find(confirms) {
+            Some(found) => (Some(found), "confirming"),
+            None => (None, "none"),
+        },
+    };
+    if let Some(test) = chosen {
+        out.push(Fact {
+            kind: "decisive".into(),
+            name: "test_result".into(),
+            value: test.name.clone(),
+            detail: Some(rule.to_string()),
+            origin: "reference".into(),
+            ..test.clone()
+        });
+    }
+    if let Some(sex) = &diagnosis.sex
+        && let Some(stated) = facts
+            .iter()
+            .find(|fact| fact.kind == "demographic" && fact.name == "sex")
+    {
+        out.push(Fact {
+            kind: "decisive".into(),
+            name: "sex".into(),
+            value: sex.clone(),
+            detail: Some(format!("{} is sex-specific", diagnosis.name)),
+            origin: "reference".into(),
+            ..stated.clone()
+        });
+    }
+    (out, rule)
+}
+
+/// Whole-word containment (`needle` already lowercase).
+fn contains_phrase(haystack: &str, needle: &str) -> bool {
+    if needle.is_empty() {
+        return false;
+    }
+    haystack.match_indices(needle).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back();
+        let after = haystack[at + needle.len()..].chars().next();
+        before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lexicon() -> Lexicon {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/general-medicine");
+        Lexicon::load(&path).unwrap()
+    }
+
+    #[test]
+    fn classifies_results_by_their_cues_and_negation() {
+        let lexicon = lexicon();
+        assert_eq!(lexicon.classify("Present (elevated)"), "abnormal");
+        assert_eq!(
+            lexicon.classify("Normal, no thymoma or other masses detected."),
+            "normal"
+        );
+        assert_eq!(
+            lexicon.classify("Decreased muscle response with repetitive stimulation"),
+            "abnormal"
+        );
+        assert_eq!(lexicon.classify("7,000 /μL (within normal limits)"), "normal");
+        assert_eq!(lexicon.classify("Negative"), "normal");
+        assert_eq!(lexicon.classify("Negative for bacterial growth"), "normal");
+        assert_eq!(lexicon.classify("Not provided"), "unknown");
+        assert_eq!(lexicon.classify("96 mg/dL"), "unknown");
+        assert_eq!(
+            lexicon.classify("A transition zone in the distal colon, compatible with Hirschsprung disease"),
+            "abnormal"
+        );
+    }
+
+    #[test]
+    fn vitals_are_read_against_their_ranges() {
+        let lexicon = lexicon();
+        let bp = lexicon.vital("Vital Signs - Blood Pressure").unwrap();
+        assert_eq!(lexicon.classify_vital(bp, "125/80 mmHg"), "normal");
+        assert_eq!(lexicon.classify_vital(bp, "82/50 mmHg"), "abnormal");
+        let temperature = lexicon.vital("Vital Signs - Temperature").unwrap();
+        assert_eq!(lexicon.classify_vital(temperature, "36.6°C (97.9°F)"), "normal");
+        assert_eq!(lexicon.classify_vital(temperature, "101.2°F"), "abnormal");
+        assert_eq!(lexicon.classify_vital(temperature, "Normothermic"), "normal");
+        let rate = lexicon.vital("Heart_Rate").unwrap();
+        assert_eq!(lexicon.classify_vital(rate, "118 bpm"), "abnormal");
+        assert!(lexicon.vital("Vital Signs - Weight").is_none());
+    }
+
+    #[test]
+    fn numbers_read_thousands_and_ratios() {
+        assert_eq!(numbers("125/80 mmHg"), vec![125.0, 80.0]);
+        assert_eq!(numbers("12,000/mm3"), vec![12000.0, 3.0]);
+        assert_eq!(numbers("36.6°C"), vec![36.6]);
+    }
+
+    #[test]
+    fn reads_demographics_symptoms_and_results_with_exact_spans() {
+        let lexicon = lexicon();
+        let source = "Demographics: 35-year-old female\nSymptoms: Primary Symptom: Double vision\nSecondary Symptoms: Difficulty climbing stairs; Weakness in upper limbs\nPhysical examination: Vital Signs - Blood Pressure: 125/80 mmHg\nLabs: Blood Tests - Acetylcholine Receptor Antibodies: Present (elevated)\n";
+        let mut sections = Vec::new();
+        let mut offset = 0;
+        for (name, line_count) in [
+            ("demographics", 1),
+            ("symptoms", 2),
+            ("physical_examination", 1),
+            ("labs", 1),
+        ] {
+            let start = offset;
+            let mut end = start;
+            for _ in 0..line_count {
+                end += source[end..].find('\n').unwrap() + 1;
+            }
+            sections.push(Section {
+                name: name.into(),
+                text: source[start..end - 1].into(),
+                span_start: Some(start as u64),
+                span_end: Some(end as u64 - 1),
+            });
+            offset = end;
+        }
+        let facts = read(&lexicon, source, &sections);
+        for fact in &facts {
+            assert_eq!(
+                &source[fact.span_start as usize..fact.span_end as usize],
+                fact.span_text
+            );
+        }
+        let find = |kind: &str, name: &str| {
+            facts
+                .iter()
+                .find(|fact| fact.kind == kind && fact.name == name)
+                .unwrap()
+        };
+        assert_eq!(find("demographic", "age").value, "35");
+        assert_eq!(find("demographic", "sex").value, "female");
+        assert_eq!(find("symptom", "double vision").span_text, "Double vision");
+        assert_eq!(
+            find("symptom", "weakness in upper limbs").span_text,
+            "Weakness in upper limbs"
+        );
+        assert_eq!(find("vital", "blood_pressure").value, "normal");
+        let test = find("test_result", "Blood Tests - Acetylcholine Receptor Antibodies");
+        assert_eq!(
+            (test.value.as_str(), test.span_text.as_str()),
+            ("abnormal", "Present (elevated)")
+        );
+    }
+}
