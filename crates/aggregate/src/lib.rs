@@ -305,6 +305,19 @@ pub fn fingerprint(config: &Config, run_dir: &Path) -> Result<String> {
 /// scores of an earlier aggregate of the same run), or does nothing when the
 /// scores are complete for the same judgments and settings.
 pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
+    // A run made with a pack scores the pack's families.
+    let from_pack;
+    let config = match cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Config)? {
+        Some(pack) => {
+            from_pack = Config {
+                css_families: pack.vocabulary.css_families.clone(),
+                control_family: pack.vocabulary.control_family.clone(),
+                ..config.clone()
+            };
+            &from_pack
+        }
+        None => config,
+    };
     // Complete, current, intact judgments only (see `require_input`).
     let judgments = run_dir.join(JudgmentRow::NAME);
     if !judgments.is_dir() {

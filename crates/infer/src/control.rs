@@ -12,8 +12,11 @@
 //!   the variant id): it changes its answer on nearly every edit, so it shows a
 //!   high spurious-shift rate on family N and a CSS far below `reference`.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use cfeval_guidelines::Guidelines;
-use cfeval_schema::{ConsensusItem, Fact};
+use cfeval_schema::{ConsensusItem, Fact, Reference, VariantRow};
 
 use crate::error::{Error, Result};
 
@@ -32,6 +35,17 @@ pub struct Control {
     pub name: String,
     pub kind: ControlKind,
     guidelines: Guidelines,
+    /// A diagnosis pack's run: the cases' references (the control answers
+    /// with [`cfeval_diagnosis::control`] instead of the guideline table).
+    diagnosis: Option<Arc<DiagnosisRun>>,
+}
+
+/// What the diagnostic controls know of a run: each case's reference, and
+/// every diagnosis of the run.
+#[derive(Debug, Default)]
+pub struct DiagnosisRun {
+    pub references: HashMap<String, Reference>,
+    pub diagnoses: cfeval_diagnosis::control::RunDiagnoses,
 }
 
 impl Control {
@@ -48,6 +62,10 @@ impl Control {
                     "biomarker" | "biomarkers" => vec!["biomarker".into()],
                     "stage" => vec!["stage".into(), "metastatic".into()],
                     "prior_line" | "prior-line" | "progression" => vec!["prior_line".into()],
+                    // The diagnosis pack's kinds.
+                    "test_result" | "test" | "tests" => vec!["test_result".into()],
+                    "sex" => vec!["sex".into()],
+                    "vital" | "vitals" => vec!["vital".into()],
                     _ => return Err(Error::UnknownControl(name.to_string())),
                 };
                 ControlKind::Blind(kinds)
@@ -58,7 +76,38 @@ impl Control {
             name: name.to_string(),
             kind,
             guidelines,
+            diagnosis: None,
         })
+    }
+
+    /// This control for a diagnosis pack's run.
+    pub fn for_diagnosis(mut self, run: Arc<DiagnosisRun>) -> Self {
+        self.diagnosis = Some(run);
+        self
+    }
+
+    /// The control's answer to a variant.
+    pub fn answer_variant(&self, variant: &VariantRow) -> String {
+        let Some(run) = &self.diagnosis else {
+            return self.answer(&variant.facts, &variant.variant_id);
+        };
+        use cfeval_diagnosis::control::ControlKind as Kind;
+        let kind = match &self.kind {
+            ControlKind::Reference => Kind::Reference,
+            ControlKind::Constant => Kind::Constant,
+            ControlKind::Blind(kinds) => Kind::Blind(kinds.clone()),
+            ControlKind::Erratic => Kind::Erratic,
+        };
+        let empty = Reference::default();
+        let reference = run.references.get(&variant.case_id).unwrap_or(&empty);
+        cfeval_diagnosis::control::answer(
+            &kind,
+            &self.name,
+            reference,
+            &variant.facts,
+            &run.diagnoses,
+            cfeval_schema::ids::id_hash(&variant.variant_id),
+        )
     }
 
     /// The plan items this control recommends for a chart's facts.

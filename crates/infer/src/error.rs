@@ -19,6 +19,9 @@ pub enum Error {
         "unknown control subject `{0}` (known: control/reference, control/constant, control/erratic, control/blind-<kind> with kind surgery, biomarker, stage, prior_line)"
     )]
     UnknownControl(String),
+    /// The run's pack does not load, or does not fit the request.
+    #[error("{0}")]
+    Pack(String),
     #[error("failed to load the guideline table: {0}")]
     Guidelines(#[from] cfeval_guidelines::Error),
     #[error(

@@ -58,6 +58,29 @@ impl Prompts {
         }
     }
 
+    /// A pack's prompts (`prompts/single_shot.md`, and `prompts/agent.md`
+    /// when the pack has one); the set is named after the pack.
+    pub fn from_pack(pack: &cfeval_schema::pack::Pack) -> Result<Self, String> {
+        let single_shot = pack.read("prompts/single_shot.md")?;
+        if !single_shot.contains("{chart}") {
+            return Err(format!(
+                "{}: the prompt has no `{{chart}}` placeholder",
+                pack.file("prompts/single_shot.md").display()
+            ));
+        }
+        let agent = if pack.file("prompts/agent.md").is_file() {
+            pack.read("prompts/agent.md")?
+        } else {
+            String::new()
+        };
+        Ok(Self {
+            set: format!("pack:{}", pack.name),
+            single_shot,
+            agent,
+            agent_text_protocol: AGENT_TEXT_PROTOCOL.to_string(),
+        })
+    }
+
     /// Content hash of the templates a mode uses (recorded in every response).
     pub fn hash(&self, agent: bool) -> String {
         if agent {

@@ -203,7 +203,7 @@ pub async fn respond(
     let mut row = base_row(run, subject, mode, variant, prompts, settings);
     match subject {
         Subject::Control(control) => {
-            let text = control.answer(&variant.facts, &variant.variant_id);
+            let text = control.answer_variant(variant);
             if mode == Mode::Agent {
                 // A control reads every section, in order, then answers.
                 let mut step = 0;

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cfeval_schema::{
-    Progress, Provenance, ResponseRow, ResponseStatus, ShardEntry, ShardStore, StoreOptions, Table,
+    CaseRow, Progress, Provenance, ResponseRow, ResponseStatus, ShardEntry, ShardStore, StoreOptions, Table,
     VariantRow, ids,
 };
 use serde::{Deserialize, Serialize};
@@ -230,8 +230,56 @@ pub fn run(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Rep
     runtime.block_on(run_async(config, subject, run_dir))
 }
 
+/// Every case's reference, for the diagnostic controls.
+fn diagnosis_run(run_dir: &Path) -> Result<crate::control::DiagnosisRun> {
+    let cases = ShardStore::open(
+        &run_dir.join(CaseRow::NAME),
+        CaseRow::NAME,
+        CaseRow::schema(),
+        StoreOptions {
+            read_batch_rows: VARIANT_BATCH_ROWS,
+            ..StoreOptions::default()
+        },
+    )?;
+    let mut run = crate::control::DiagnosisRun::default();
+    let mut all = Vec::new();
+    for batch in cases.read_rows::<CaseRow>()? {
+        for case in batch? {
+            if let Some(diagnosis) = &case.reference.diagnosis {
+                all.push(diagnosis.clone());
+            }
+            run.references.insert(case.case_id, case.reference);
+        }
+    }
+    run.diagnoses = cfeval_diagnosis::control::RunDiagnoses::new(all);
+    Ok(run)
+}
+
 /// The async body of [`run`], for callers that already have a runtime.
 pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Report> {
+    // A run made with a diagnosis pack: its prompts, and controls that
+    // know each case's reference.
+    let (config, subject) = match cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)? {
+        Some(pack) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
+            let mut adjusted = config.clone();
+            adjusted.prompts = Prompts::from_pack(&pack).map_err(Error::Pack)?;
+            if config.mode == Mode::Agent && adjusted.prompts.agent.is_empty() {
+                return Err(Error::Pack(format!(
+                    "the {} pack has no agent prompt (prompts/agent.md): it answers in single_shot mode only",
+                    pack.name
+                )));
+            }
+            let subject = match &*subject {
+                Subject::Control(control) => Arc::new(Subject::Control(
+                    control.clone().for_diagnosis(Arc::new(diagnosis_run(run_dir)?)),
+                )),
+                _ => subject,
+            };
+            (std::borrow::Cow::Owned(adjusted), subject)
+        }
+        _ => (std::borrow::Cow::Borrowed(config), subject),
+    };
+    let config: &Config = &config;
     // Variant rows carry a whole chart each, and several units stream them at
     // once: read them in small batches.
     let variants = ShardStore::open(

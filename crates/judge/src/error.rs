@@ -41,6 +41,9 @@ pub enum Error {
     CatalogLock { expected: String, found: String },
     #[error("run {0} has no responses to judge (run infer first)")]
     NoResponses(String),
+    /// The run's pack does not load, or its diagnosis judge does not.
+    #[error("{0}")]
+    Pack(String),
     #[error(
         "the responses of run {run} hold no rows of subject {subject}; run `cfeval infer --run {run} --subject {subject}` first"
     )]

@@ -19,6 +19,7 @@
 //! - [`run()`]: the stage over a run's tables, judge-only reruns included
 //!   (responses are read, subjects are never called).
 
+pub mod diagnosis;
 mod error;
 pub mod families;
 pub mod llm;

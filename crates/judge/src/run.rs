@@ -38,6 +38,7 @@ use cfeval_schema::{
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::diagnosis::DiagnosisJudge;
 use crate::error::{Error, Result};
 use crate::families::{Families, GuardPlan};
 use crate::llm::LlmJudge;
@@ -365,6 +366,16 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         lineage::check_store_catalog_lock(&variants, VariantRow::NAME, false)?
     };
     let (variants, cases) = (Some(variants), Some(cases));
+    // A diagnosis pack's run is read by the pack's diagnosis judge.
+    let diagnosis = match cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)? {
+        Some(pack) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
+            Some(DiagnosisJudge::load(&pack).map_err(Error::Pack)?)
+        }
+        _ => None,
+    };
+    let rule_hash = diagnosis
+        .as_ref()
+        .map_or_else(|| rule.prompt_hash(), DiagnosisJudge::prompt_hash);
     let name = judge.name().to_string();
     let unit = unit(&name);
     let hashes = |store: &Option<ShardStore>| {
@@ -374,7 +385,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
             .collect::<Vec<_>>()
     };
     let (prompt_hash, fallback) = match judge {
-        Judge::Rule(rule) => (rule.prompt_hash(), None),
+        Judge::Rule(_) => (rule_hash.clone(), None),
         Judge::Llm { judge, fallback } => (
             judge.prompt_hash().to_string(),
             fallback
@@ -382,13 +393,8 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
                 .map(|fallback| (fallback.name.as_str(), fallback.prompt_hash())),
         ),
         // A cascade's verdicts depend on both judges' versions.
-        Judge::Cascade {
-            rule,
-            judge,
-            fallback,
-            ..
-        } => (
-            ids::content_id("cascade", &[&rule.prompt_hash(), judge.prompt_hash()]),
+        Judge::Cascade { judge, fallback, .. } => (
+            ids::content_id("cascade", &[&rule_hash, judge.prompt_hash()]),
             fallback
                 .as_ref()
                 .map(|fallback| (fallback.name.as_str(), fallback.prompt_hash())),
@@ -398,7 +404,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         judge: &name,
         prompt_hash: prompt_hash.clone(),
         fallback,
-        cms_hash: rule.prompt_hash(),
+        cms_hash: rule_hash.clone(),
         only_subjects: &config.only_subjects,
         only_families: &config.only_families,
         responses: responses
@@ -541,13 +547,15 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         let in_bucket = |case_id: &str| bucket_of(case_id, buckets) == bucket;
         let baselines = std::mem::take(&mut next_baselines);
         let variant_info = load_variants(variants.as_ref(), &in_bucket)?;
-        let consensus = load_consensus(cases.as_ref(), &in_bucket)?;
+        let (consensus, diagnoses) = load_consensus(cases.as_ref(), &in_bucket)?;
         let context = Context {
             config,
             judge,
             name: &name,
             prompt_hash: &prompt_hash,
             rule: &rule,
+            diagnosis: diagnosis.as_ref(),
+            diagnoses: &diagnoses,
             baselines: &baselines,
             variants: &variant_info,
             consensus: &consensus,
@@ -652,22 +660,28 @@ fn load_variants(
     Ok(map)
 }
 
-fn load_consensus(
-    store: Option<&ShardStore>,
-    in_bucket: &dyn Fn(&str) -> bool,
-) -> Result<HashMap<String, Vec<ConsensusItem>>> {
+/// Each case's consensus items, and each diagnostic case's diagnosis.
+type CaseReferences = (HashMap<String, Vec<ConsensusItem>>, HashMap<String, String>);
+
+/// The bucket's cases' consensus items, and their diagnoses (diagnostic
+/// cases).
+fn load_consensus(store: Option<&ShardStore>, in_bucket: &dyn Fn(&str) -> bool) -> Result<CaseReferences> {
     let mut map = HashMap::new();
+    let mut diagnoses = HashMap::new();
     let Some(store) = store else {
-        return Ok(map);
+        return Ok((map, diagnoses));
     };
     for batch in store.read_columns::<CaseView>(CASE_COLUMNS)? {
         for row in batch? {
             if in_bucket(&row.case_id) {
+                if let Some(diagnosis) = row.reference.diagnosis {
+                    diagnoses.insert(row.case_id.clone(), diagnosis);
+                }
                 map.insert(row.case_id, row.reference.consensus);
             }
         }
     }
-    Ok(map)
+    Ok((map, diagnoses))
 }
 
 struct Context<'a> {
@@ -676,6 +690,11 @@ struct Context<'a> {
     name: &'a str,
     prompt_hash: &'a str,
     rule: &'a RuleJudge,
+    /// The diagnosis judge, on a diagnosis pack's run (it then replaces the
+    /// rule judge, for pairs and for the CMS analogue).
+    diagnosis: Option<&'a DiagnosisJudge>,
+    /// Each case's diagnosis (diagnostic cases).
+    diagnoses: &'a HashMap<String, String>,
     baselines: &'a HashMap<Key, Baseline>,
     variants: &'a HashMap<String, VariantInfo>,
     consensus: &'a HashMap<String, Vec<ConsensusItem>>,
@@ -719,7 +738,10 @@ impl Context<'_> {
     }
 
     fn cms_row(&self, response: &Response) -> JudgmentRow {
-        let mut row = self.row(response, "cms", &self.rule.prompt_hash());
+        let hash = self
+            .diagnosis
+            .map_or_else(|| self.rule.prompt_hash(), DiagnosisJudge::prompt_hash);
+        let mut row = self.row(response, "cms", &hash);
         let (text, _) = texts(&response.text, &response.recommendation);
         if response.status != "ok" {
             row.status = unjudged_status(&response.status);
@@ -728,6 +750,20 @@ impl Context<'_> {
                 response.status,
                 response.error.as_deref().unwrap_or("status error")
             ));
+            return row;
+        }
+        if let Some(judge) = self.diagnosis {
+            let Some(reference) = self.diagnoses.get(&response.case_id) else {
+                row.error = Some("the case has no reference diagnosis".into());
+                return row;
+            };
+            let full_text = response.text.as_deref().unwrap_or(&text);
+            let (score, grade, rationale) = judge.grade(full_text, reference);
+            row.score = Some(score);
+            row.label = Some(grade.to_string());
+            row.rationale = Some(rationale);
+            row.status = "ok".into();
+            row.decided_by = Some(RuleJudge::NAME.into());
             return row;
         }
         let Some(items) = self.consensus.get(&response.case_id) else {
@@ -1006,11 +1042,20 @@ impl Context<'_> {
         // The rule judge's verdicts (all of them, or a cascade's first pass).
         let mut decided: Vec<Option<Result<Decided, String>>> = match rule {
             Some(rule) => {
-                let hash = rule.prompt_hash();
+                let hash = self
+                    .diagnosis
+                    .map_or_else(|| rule.prompt_hash(), DiagnosisJudge::prompt_hash);
                 inputs
                     .par_iter()
-                    .map(|input| {
-                        let verdict = rule.judge_pair(input);
+                    .zip(pairs.par_iter())
+                    .map(|(input, (_, response))| {
+                        let verdict = match self.diagnosis {
+                            Some(judge) => match self.diagnoses.get(&response.case_id) {
+                                Some(reference) => Ok(judge.judge_pair(input, reference)),
+                                None => Err("the case has no reference diagnosis".to_string()),
+                            },
+                            None => rule.judge_pair(input),
+                        };
                         let escalate = matches!(self.judge, Judge::Cascade { .. })
                             && matches!(&verdict, Ok(verdict) if verdict.label == Label::Uncertain);
                         (!escalate).then(|| {

@@ -54,6 +54,31 @@ pub struct Config {
     /// Cases whose notes the model extractor reads at once.
     #[serde(skip)]
     pub llm_concurrency: usize,
+    /// The pack the cases belong to (none: oncology, built in). A diagnosis
+    /// pack's cases are read by its own chart reader
+    /// ([`cfeval_diagnosis::findings`]) and get their decisive items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pack: Option<PathBuf>,
+}
+
+/// What reads a diagnosis pack's cases: its chart lexicon and ontology.
+pub struct DiagnosticReading {
+    pub lexicon: cfeval_diagnosis::findings::Lexicon,
+    pub ontology: cfeval_diagnosis::ontology::Ontology,
+}
+
+impl DiagnosticReading {
+    /// The reading of `pack`, when its task is diagnosis.
+    pub fn of(pack: &cfeval_schema::pack::Pack) -> Result<Option<Self>> {
+        if pack.task != cfeval_schema::vocab::TaskKind::Diagnosis {
+            return Ok(None);
+        }
+        let config = |error: cfeval_diagnosis::Error| Error::Config(error.to_string());
+        Ok(Some(Self {
+            lexicon: cfeval_diagnosis::findings::Lexicon::load(&pack.dir).map_err(config)?,
+            ontology: cfeval_diagnosis::ontology::Ontology::load(&pack.dir).map_err(config)?,
+        }))
+    }
 }
 
 /// Which extractor reads the cases.
@@ -107,6 +132,7 @@ impl Default for Config {
             follow_symlinks: false,
             extractor: ExtractorMode::Rule,
             llm_concurrency: 8,
+            pack: None,
         }
     }
 }
@@ -196,6 +222,17 @@ fn run_with(
         return Err(Error::Config("max_case_bytes must be at least 1".into()));
     }
     extract::lexicon::Lexicon::builtin()?;
+    let pack = match &config.pack {
+        Some(dir) => Some(cfeval_schema::pack::Pack::load(dir).map_err(Error::Config)?),
+        None => None,
+    };
+    let diagnostic = match &pack {
+        Some(pack) => {
+            pack.record(run_dir).map_err(Error::Config)?;
+            DiagnosticReading::of(pack)?
+        }
+        None => None,
+    };
     let expanded = input::expand(inputs, config.follow_symlinks, &[run_dir.to_path_buf()])?;
     let files = &expanded.files;
     let mut hashes = Vec::new();
@@ -214,6 +251,9 @@ fn run_with(
         .collect();
     if let Some(llm) = llm {
         sources.push(llm.fingerprint());
+    }
+    if let Some(pack) = &pack {
+        sources.push(format!("pack {} {}", pack.name, pack.hash()));
     }
     let fingerprint = ids::fingerprint(&(
         config,
@@ -253,6 +293,7 @@ fn run_with(
         config,
         extra_sources,
         llm,
+        diagnostic: diagnostic.as_ref(),
         runtime: match llm {
             Some(_) => Some(
                 tokio::runtime::Builder::new_multi_thread()
@@ -357,6 +398,7 @@ struct Sink<'a> {
     config: &'a Config,
     extra_sources: &'a [&'a dyn FactSource],
     llm: Option<&'a extract::llm::LlmExtractor>,
+    diagnostic: Option<&'a DiagnosticReading>,
     runtime: Option<tokio::runtime::Runtime>,
     writer: cfeval_schema::ShardWriter,
     quarantine_writer: cfeval_schema::ShardWriter,
@@ -409,8 +451,24 @@ impl Sink<'_> {
             let case_id = ids::case_id(raw.source_format, &raw.source_id, &text);
             match self.duplicates.check(&raw, &case_id, &text) {
                 Some(rejected) => self.quarantine(rejected)?,
+                None if self.diagnostic.is_some() && raw.reference.diagnosis.is_none() => {
+                    self.quarantine(input::Rejected {
+                        source_path: raw.source_path.clone(),
+                        source_line: raw.source_line,
+                        source_id: Some(raw.source_id.clone()),
+                        reason: "a diagnosis pack's case needs its reference diagnosis (`Correct_Diagnosis`), and this one has none".into(),
+                        excerpt: None,
+                    })?
+                }
                 None => kept.push(raw),
             }
+        }
+        if let Some(reading) = self.diagnostic {
+            for raw in kept {
+                let converted = synthesize_diagnostic_case(&raw, &self.config.run, reading);
+                self.record(&raw, converted)?;
+            }
+            return Ok(());
         }
         let claims = match (self.llm, &self.runtime) {
             (Some(llm), Some(runtime)) => {
@@ -617,6 +675,63 @@ pub struct Converted {
 
 /// What makes two facts the same fact for merging extractors: kind and name
 /// (a prior line: its regimen, case-insensitive).
+/// Converts one case of a diagnosis pack: the chart read by the pack's
+/// chart reader (every span verified), and the decisive items the
+/// documented rule chooses added to the reference (the rule that decided is
+/// recorded in `extra`, key `decisive_rule`).
+pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &DiagnosticReading) -> Converted {
+    let (source_text, sections) = chart(&raw.body);
+    let mut facts = cfeval_diagnosis::findings::read(&reading.lexicon, &source_text, &sections);
+    let mut failures = Vec::new();
+    facts.retain(|fact| match extract::verify_fact(&source_text, fact) {
+        Ok(()) => true,
+        Err(error) => {
+            failures.push(error);
+            false
+        }
+    });
+    let mut reference = raw.reference.clone();
+    let mut extra = raw.extra.clone();
+    if let Some(diagnosis) = &reference.diagnosis {
+        let (decisive, rule) = cfeval_diagnosis::findings::decisive(&reading.ontology, &facts, diagnosis);
+        reference.facts.extend(decisive);
+        let said = match rule {
+            "none" => {
+                "none: no test result names the diagnosis or holds one of its confirming phrases (ontology)"
+            }
+            "reference_not_in_ontology" => "none: the diagnosis is not in the pack's ontology",
+            chosen => chosen,
+        };
+        extra.push(cfeval_schema::KeyValue {
+            key: "decisive_rule".into(),
+            value: serde_json::Value::String(said.to_string()).to_string(),
+        });
+    }
+    let row = CaseRow {
+        run: run.to_string(),
+        case_id: ids::case_id(raw.source_format, &raw.source_id, &source_text),
+        source_id: raw.source_id.clone(),
+        source_format: raw.source_format.to_string(),
+        source_path: raw.source_path.clone(),
+        source_line: raw.source_line,
+        source_text,
+        cancer_type: None,
+        sections,
+        facts,
+        reference,
+        extra,
+    };
+    Converted {
+        row,
+        failures,
+        refused: Vec::new(),
+        llm_error: None,
+        llm_verified: 0,
+        llm_facts: 0,
+        disagreements: 0,
+    }
+}
+
 fn fact_key(fact: &cfeval_schema::Fact) -> (String, String) {
     (fact.kind.clone(), fact.name.to_lowercase())
 }
