@@ -29,6 +29,8 @@ pub enum Command {
     Catalog(CatalogArgs),
     /// Work with clinical-reasoning rubrics.
     Rubric(RubricArgs),
+    /// Work with specialty packs (`data/packs/<name>/`).
+    Pack(PackArgs),
     /// Bring in what was made elsewhere.
     Import(ImportArgs),
     /// Run a subject on every variant (`responses`).
@@ -133,6 +135,12 @@ pub struct SynthesizeArgs {
     /// The run directory to write `cases` into.
     #[arg(long)]
     pub out: PathBuf,
+    /// The specialty pack the cases belong to (a folder with `pack.yaml`;
+    /// default: oncology, built in). A diagnosis pack reads the cases with
+    /// its own chart reader; the run records the pack for every later stage
+    /// (pipeline key: `pack` in [run]).
+    #[arg(long)]
+    pub pack: Option<PathBuf>,
     /// Which extractor reads the cases: `rule` (the default), `llm` (a
     /// model returns facts with quotes; only facts whose quote is found in
     /// the note are kept, the others are listed in `cases_quarantine`), or
@@ -221,6 +229,26 @@ pub struct RubricArgs {
 pub enum RubricCommand {
     /// Validate a rubric file (every problem with its line); prints its hash.
     Check { file: PathBuf },
+}
+
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    #[command(subcommand)]
+    pub command: PackCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PackCommand {
+    /// Load and check a pack folder: its manifest, vocabulary, catalog and
+    /// the files its task reads, every problem with its file and line;
+    /// prints the pack's hash.
+    Check { dir: PathBuf },
+    /// List the packs in a folder of packs (each sub-folder with a
+    /// `pack.yaml`), checked.
+    List {
+        #[arg(default_value = "data/packs")]
+        root: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -13,6 +13,7 @@ mod infer_cmd;
 mod inspect;
 mod judge_cmd;
 mod labels_cmd;
+mod pack_cmd;
 mod perturb_cmd;
 pub mod pipeline;
 mod status;
@@ -67,6 +68,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Perturb(args) => perturb_cmd::perturb(&args, &mut std::io::stdout().lock()),
         Command::Catalog(args) => perturb_cmd::catalog(&args, &mut std::io::stdout().lock()),
         Command::Rubric(args) => judge_cmd::rubric(&args, &mut std::io::stdout().lock()),
+        Command::Pack(args) => pack_cmd::pack(&args, &mut std::io::stdout().lock()),
         Command::Import(args) => match &args.command {
             args::ImportCommand::Responses(args) => {
                 import_cmd::import_responses(args, &mut std::io::stdout().lock())

@@ -200,6 +200,8 @@ pub struct Pipeline {
     /// `[cases] extractor` and its model.
     pub extractor: ExtractorPlan,
     pub catalog: PathBuf,
+    /// `[run] pack`: the specialty pack's folder (none: oncology, built in).
+    pub pack: Option<PathBuf>,
     /// Calls in flight per subject (the model client may lower it).
     pub concurrency: usize,
     /// Infer units running at once.
@@ -238,6 +240,7 @@ struct RawRun {
     name: Option<Spanned<String>>,
     dir: Option<Spanned<String>>,
     seed: Option<u64>,
+    pack: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -552,6 +555,7 @@ impl Checker<'_> {
             name: None,
             dir: None,
             seed: None,
+            pack: None,
         });
         let name = match &run.name {
             Some(name) => {
@@ -587,26 +591,49 @@ impl Checker<'_> {
         let extractor = self.extractor(cases.get_ref())?;
         let cases = self.cases(&cases)?;
 
-        let Some(catalog) = raw.catalog else {
-            return Err(top("missing [catalog] with `path = \"...yaml\"`"));
+        let pack = match &run.pack {
+            Some(dir) => {
+                let path = self.existing(dir, "pack")?;
+                if self.check_files {
+                    let pack =
+                        cfeval_schema::pack::Pack::load(&path).map_err(|error| self.spanned(dir, error))?;
+                    Some((path, Some(pack)))
+                } else {
+                    Some((path, None))
+                }
+            }
+            None => None,
         };
-        let catalog_path = self.existing(&catalog.get_ref().path, "catalog")?;
+        let (catalog_path, catalog_span) = match (&raw.catalog, &pack) {
+            (Some(catalog), _) => (
+                self.existing(&catalog.get_ref().path, "catalog")?,
+                Some(&catalog.get_ref().path),
+            ),
+            (None, Some((dir, _))) => (dir.join("catalog.yaml"), None),
+            (None, None) => {
+                return Err(top(
+                    "missing [catalog] with `path = \"...yaml\"` (or `pack` in [run])",
+                ));
+            }
+        };
         let diagnostics = if self.check_files {
             check_catalog(&catalog_path).map_err(|error| top(&error.to_string()))?
         } else {
             Vec::new()
         };
         if let Some(first) = diagnostics.first() {
-            return Err(self.spanned(
-                &catalog.get_ref().path,
-                format!(
-                    "catalog {} is invalid ({} error(s)); first: {first} (run `cfeval catalog check {}`)",
-                    catalog_path.display(),
-                    diagnostics.len(),
-                    catalog_path.display()
-                ),
-            ));
+            let message = format!(
+                "catalog {} is invalid ({} error(s)); first: {first} (run `cfeval catalog check {}`)",
+                catalog_path.display(),
+                diagnostics.len(),
+                catalog_path.display()
+            );
+            return Err(match catalog_span {
+                Some(span) => self.spanned(span, message),
+                None => top(&message),
+            });
         }
+        let pack = pack.map(|(dir, _)| dir);
 
         let infer = raw.infer.unwrap_or_default();
         let concurrency = self.positive(infer.concurrency.as_ref(), 16, "concurrency")?;
@@ -695,6 +722,7 @@ impl Checker<'_> {
             cases,
             extractor,
             catalog: catalog_path,
+            pack,
             concurrency,
             parallel_units,
             max_tries,

@@ -69,6 +69,7 @@ pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<
         follow_symlinks: args.follow_symlinks,
         extractor,
         llm_concurrency: args.concurrency,
+        pack: args.pack.clone(),
         ..Config::default()
     };
     let report = cfeval_synthesize::run_with_extractor(&config, &args.input, &args.out, llm.as_ref())

@@ -222,6 +222,7 @@ pub fn synthesize_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<c
     let extractor = &pipeline.extractor;
     let config = cfeval_synthesize::Config {
         extractor: extractor.mode,
+        pack: pipeline.pack.clone(),
         ..config
     };
     let llm = match &extractor.model {

@@ -467,7 +467,11 @@ const BAD_CATALOGS: &[(&str, &str, &str)] = &[
         "        direction: unchanged\n",
         "must expect `changed`",
     ),
-    ("    family: A\n", "    family: Q\n", "unknown variant `Q`"),
+    (
+        "    family: A\n",
+        "    family: Q\n",
+        "unknown family `Q` (the oncology pack's families: A, B, C, D, E, N)",
+    ),
     ("interventions:\n", "interventions: 5\n", "invalid type"),
     (
         "    title: HER2 status flipped",
@@ -500,7 +504,7 @@ const BAD_CATALOGS: &[(&str, &str, &str)] = &[
     (
         "    family: A\n",
         "    family: [A]\n",
-        "invalid type: sequence, expected enum Family",
+        "invalid type: sequence, expected a string",
     ),
 ];
 

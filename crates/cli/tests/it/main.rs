@@ -9,6 +9,7 @@ mod import;
 mod infer_resume;
 mod inspect;
 mod judge;
+mod packs;
 mod pipeline_files;
 mod python_readers;
 mod rubric;

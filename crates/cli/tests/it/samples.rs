@@ -12,9 +12,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use cfeval_model::testing::{BackgroundServer, Responder, ServerConfig};
-use cfeval_schema::{JudgmentRow, ResponseRow, ScoreRow, ShardStore};
+use cfeval_schema::{JudgmentRow, ResponseRow, ScoreRow};
 
-use crate::support::catalog;
+use crate::support::{catalog, rows};
 
 const MODEL: &str = "sampling-model";
 
@@ -96,15 +96,6 @@ fn run(dir: &Path, pipeline: &Path) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-fn rows<T: cfeval_schema::Table + serde::de::DeserializeOwned>(run: &Path) -> Vec<T> {
-    let store = ShardStore::open_table::<T>(run).expect("table");
-    let mut rows = Vec::new();
-    for batch in store.read_rows::<T>().expect("read") {
-        rows.extend(batch.expect("batch"));
-    }
-    rows
 }
 
 fn score<'a>(scores: &'a [ScoreRow], subject: &str, metric: &str) -> &'a ScoreRow {

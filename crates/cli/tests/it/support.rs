@@ -46,6 +46,16 @@ pub fn succeeded(output: Output, what: &str) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Every row of a run's table.
+pub fn rows<T: Table + serde::de::DeserializeOwned>(run: &Path) -> Vec<T> {
+    let store = ShardStore::open_table::<T>(run).expect("table");
+    let mut rows = Vec::new();
+    for batch in store.read_rows::<T>().expect("read") {
+        rows.extend(batch.expect("batch"));
+    }
+    rows
+}
+
 fn write<T: Table>(run: &Path, table: TableName, rows: Vec<T>) {
     let store = ShardStore::open(
         &run.join(table.dir_name()),

@@ -1,0 +1,186 @@
+//! Specialty packs end to end.
+//!
+//! - A third pack (`tests/packs/cardiology`: ten hand-written OSCE cases,
+//!   three interventions) runs through every stage with no Rust of its own:
+//!   the pack is data, the run records it, and the controls score as their
+//!   definitions say.
+//! - The general-medicine diagnosis pack over the 107 AgentClinic MedQA
+//!   cases (read from `../shared/data/external`; skipped with a message
+//!   where that folder is absent): every case converts with no span
+//!   failure, each intervention applies to at least 40 cases or says why
+//!   not, and the reference control scores CSS ≥ 0.98 on F1–F4 with the
+//!   constant control at 0.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cfeval_schema::{ScoreRow, VariantRow};
+
+use crate::support::{cfeval_in, rows, succeeded, workspace_root};
+
+fn pipeline(dir: &Path, name: &str, pack: &Path, inputs: &Path) -> PathBuf {
+    let text = format!(
+        r#"[run]
+name = "{name}"
+pack = "{pack}"
+
+[cases]
+inputs = ["{inputs}"]
+
+[[subjects]]
+name = "control/reference"
+
+[[subjects]]
+name = "control/constant"
+
+[[subjects]]
+name = "control/blind-test_result"
+
+[[subjects]]
+name = "control/erratic"
+
+[[judges]]
+name = "rule"
+
+[aggregate]
+resamples = 200
+"#,
+        pack = pack.display(),
+        inputs = inputs.display()
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).expect("write pipeline");
+    path
+}
+
+/// The overall (or one group's) CSS row of a subject, by the rule judge.
+fn css<'a>(scores: &'a [ScoreRow], subject: &str, level: &str, group: &str) -> Option<&'a ScoreRow> {
+    scores.iter().find(|row| {
+        row.subject == subject
+            && row.metric == "css"
+            && row.level == level
+            && row.group == group
+            && row.judge == "rule"
+            && row.ci_method.as_deref() != Some("bca")
+    })
+}
+
+fn run_pipeline(dir: &Path, pipeline: &Path, run: &str) -> PathBuf {
+    let run_dir = dir.join("runs").join(run);
+    succeeded(
+        cfeval_in(
+            dir,
+            &[
+                "run",
+                &pipeline.display().to_string(),
+                "--run-dir",
+                &run_dir.display().to_string(),
+            ],
+        ),
+        "cfeval run",
+    );
+    run_dir
+}
+
+#[test]
+fn a_third_pack_runs_end_to_end_with_no_rust_of_its_own() {
+    let pack = workspace_root().join("tests/packs/cardiology");
+    succeeded(
+        cfeval_in(&workspace_root(), &["pack", "check", &pack.display().to_string()]),
+        "cfeval pack check",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = pipeline(dir.path(), "cardiology", &pack, &pack.join("cases.jsonl"));
+    let run = run_pipeline(dir.path(), &file, "cardiology");
+    let recorded = std::fs::read_to_string(run.join("pack.json")).expect("the run records its pack");
+    assert!(recorded.contains("\"cardiology\""), "{recorded}");
+
+    let variants: Vec<VariantRow> = rows(&run);
+    let applied = |id: &str| {
+        variants
+            .iter()
+            .filter(|v| v.intervention == id && v.applicable)
+            .count()
+    };
+    assert_eq!(applied("baseline"), 10, "ten cases");
+    assert!(
+        applied("F1") >= 8 && applied("F2") >= 8,
+        "F1 {} F2 {}",
+        applied("F1"),
+        applied("F2")
+    );
+    assert_eq!(
+        applied("N1")
+            + variants
+                .iter()
+                .filter(|v| v.intervention == "N1" && !v.applicable)
+                .count(),
+        10
+    );
+
+    let scores: Vec<ScoreRow> = rows(&run);
+    let reference = css(&scores, "control/reference", "overall", "all").expect("reference CSS");
+    assert!(reference.value >= 0.98, "reference CSS {}", reference.value);
+    let constant = css(&scores, "control/constant", "overall", "all").expect("constant CSS");
+    assert_eq!(constant.value, 0.0, "constant CSS");
+    let blind = css(&scores, "control/blind-test_result", "intervention", "F1").expect("blind F1");
+    assert_eq!(blind.value, 0.0, "a control blind to test results ignores F1");
+}
+
+#[test]
+fn the_osce_cases_convert_and_the_controls_score_as_defined() {
+    let root = workspace_root();
+    let cases = root.join("../shared/data/external/agentclinic_medqa.jsonl");
+    if !cases.is_file() {
+        eprintln!("skipped: {} is absent (the shared data folder)", cases.display());
+        return;
+    }
+    let pack = root.join("data/packs/general-medicine");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = pipeline(dir.path(), "osce", &pack, &cases);
+    let run = run_pipeline(dir.path(), &file, "osce");
+
+    let status = succeeded(
+        cfeval_in(
+            dir.path(),
+            &["show", "cases_quarantine", "--run", &run.display().to_string()],
+        ),
+        "show quarantine",
+    );
+    assert!(status.trim().is_empty(), "no case is quarantined:\n{status}");
+    let variants: Vec<VariantRow> = rows(&run);
+    let mut applicable: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for variant in &variants {
+        let entry = applicable.entry(variant.intervention.as_str()).or_default();
+        if variant.applicable {
+            entry.0 += 1;
+        } else {
+            entry.1 += 1;
+            let reason = variant.not_applicable_reason.as_deref().unwrap_or_default();
+            assert!(!reason.trim().is_empty(), "{} says why not", variant.variant_id);
+        }
+    }
+    eprintln!("applicable / not applicable per intervention: {applicable:?}");
+    assert_eq!(applicable["baseline"], (107, 0));
+    for id in ["F1", "F2", "F3"] {
+        assert!(
+            applicable[id].0 >= 40,
+            "{id} applies to {} cases",
+            applicable[id].0
+        );
+    }
+    let scores: Vec<ScoreRow> = rows(&run);
+    for id in ["F1", "F2", "F3", "F4"] {
+        let Some(reference) = css(&scores, "control/reference", "intervention", id) else {
+            assert!(applicable[id].0 == 0, "{id} applies but has no score");
+            continue;
+        };
+        assert!(
+            reference.value >= 0.98,
+            "reference CSS on {id}: {}",
+            reference.value
+        );
+    }
+    let constant = css(&scores, "control/constant", "overall", "all").expect("constant CSS");
+    assert_eq!(constant.value, 0.0, "constant CSS");
+}
