@@ -59,6 +59,15 @@ pub struct RunData {
     pub judges: Option<BTreeMap<String, JudgeInfo>>,
     /// Subject → its settings; `None` when the run has no responses.
     pub subjects: Option<BTreeMap<String, SubjectInfo>>,
+    /// The pack the run was made with (`pack.json`): its name and task;
+    /// `None`: oncology, built in.
+    pub pack: Option<(String, String)>,
+}
+
+#[derive(Deserialize)]
+struct PackRecord {
+    pack: String,
+    task: String,
 }
 
 fn open<T: Table>(run_dir: &Path) -> Result<Option<ShardStore>> {
@@ -121,6 +130,15 @@ struct SubjectColumns {
 /// Reads what the report needs from `run_dir`. Missing tables read as absent.
 pub fn read(run_dir: &Path) -> Result<RunData> {
     let mut data = RunData::default();
+    let record = run_dir.join(cfeval_schema::pack::RUN_RECORD);
+    if let Ok(text) = std::fs::read_to_string(&record) {
+        let parsed: PackRecord = serde_json::from_str(&text).map_err(|error| Error::Columns {
+            table: "pack.json",
+            run: run_dir.to_path_buf(),
+            detail: error.to_string(),
+        })?;
+        data.pack = Some((parsed.pack, parsed.task));
+    }
     if let Some(store) = open::<ScoreRow>(run_dir)? {
         let mut provenance = TableProvenance {
             shards: store.entries().len(),

@@ -389,7 +389,15 @@ pub fn page(data: &RunData, settings: &Settings) -> Result<Page> {
         .filter(|row| ESTIMATES.contains(&row.metric.as_str()))
         .map(|row| row.judge.as_str())
         .collect();
+    let pack = match &data.pack {
+        Some((name, task)) if task == "diagnosis" => format!(
+            "{name} ({task}: the subject names the diagnosis; CMS is the baseline answer's accuracy, exact 1, related 0.5)"
+        ),
+        Some((name, task)) => format!("{name} ({task})"),
+        None => "oncology (treatment, built in)".to_string(),
+    };
     let overview = vec![
+        fact("Pack", pack),
         fact(
             "Subjects",
             format!("{} ({controls} of them controls)", subjects.len()),

@@ -84,6 +84,26 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         .collect();
     let title = mode_title(mode);
     let under = format!("{title}, judge {judge}");
+    // The scored families, as the pack names them (`A–E` in oncology).
+    let scored = match families.as_slice() {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        // Consecutive letters read as a range.
+        many if many.len() > 2
+            && many.iter().all(|family| family.len() == 1)
+            && many
+                .windows(2)
+                .all(|pair| pair[0].as_bytes()[0] + 1 == pair[1].as_bytes()[0]) =>
+        {
+            format!("{}–{}", many[0], many[many.len() - 1])
+        }
+        many => many.join(", "),
+    };
+    let css_header = if scored.is_empty() {
+        "CSS".to_string()
+    } else {
+        format!("CSS ({scored})")
+    };
 
     // Overall scores.
     let mut table = TableView::new(
@@ -95,7 +115,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         ),
         &[
             "Subject",
-            "CSS (A–E)",
+            css_header.as_str(),
             "CSS family-balanced",
             "CMS",
             "Spurious shift",
@@ -134,7 +154,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         ),
         &[
             "Subject",
-            "CSS (A–E)",
+            css_header.as_str(),
             "Re-sample shift",
             "CSS net of re-sample shift",
             "Within-tuple variance",
@@ -409,7 +429,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         PlotView::drawn(
             forest_title,
             format!(
-                "CSS over families A–E (bold) and per family, with paired case-bootstrap 95% \
+                "CSS over families {scored} (bold) and per family, with paired case-bootstrap 95% \
                  percentile intervals, {under}."
             ),
             figure,
