@@ -14,8 +14,16 @@
 //!    disease");
 //! 2. `confirming`: a test result, not normal, whose label or value holds
 //!    one of the reference diagnosis's `confirming` phrases in the ontology;
-//! 3. none: the case has no decisive test result, and the interventions that
+//! 3. `sole_abnormal_study`: the only result of a confirmatory study (a
+//!    label holding one of the pack's `studies` words: biopsy, culture,
+//!    imaging, ECG… — routine panels are left out, since they are abnormal
+//!    in many diagnoses) that reads abnormal;
+//! 4. none: the case has no decisive test result, and the interventions that
 //!    need one say so.
+//!
+//! A reference diagnosis the ontology does not know (a case cfeval has never
+//! seen) still goes through rules 1 (by its own name, and the abbreviation
+//! it gives in parentheses) and 3.
 //!
 //! Within a rule, the first such result in chart order is chosen. The
 //! choice is a reference fact (kind `decisive`, name `test_result`, value
@@ -46,6 +54,7 @@ pub struct Lexicon {
     female: Vec<String>,
     male: Vec<String>,
     ages: Vec<(Regex, f64)>,
+    studies: Vec<String>,
     hash: String,
 }
 
@@ -88,6 +97,9 @@ struct RawLexicon {
     unavailable: Vec<String>,
     sex: BTreeMap<String, Vec<String>>,
     age: Vec<RawAge>,
+    /// Optional: without it, no result is decisive by elimination.
+    #[serde(default)]
+    studies: Vec<String>,
 }
 
 const KINDS: &[&str] = &[
@@ -173,6 +185,7 @@ impl Lexicon {
             female,
             male,
             ages,
+            studies: raw.studies.iter().map(|word| word.to_lowercase()).collect(),
             hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
         })
     }
@@ -185,6 +198,13 @@ impl Lexicon {
             source,
         })?;
         Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Whether a test's label names a confirmatory study (biopsy, culture,
+    /// imaging, …: the pack's `studies` words, whole words of the label).
+    pub fn is_study(&self, label: &str) -> bool {
+        let label = normal_label(label);
+        self.studies.iter().any(|word| contains_phrase(&label, word))
     }
 
     /// BLAKE3 of the file.
@@ -217,20 +237,30 @@ impl Lexicon {
             .normal
             .iter()
             .any(|cue| cue.contains(' ') && lower.contains(cue.as_str()));
-        if starts_normal || says_normal {
+        // A result that opens by negating ("No fracture or effusion",
+        // "Negative for bacterial growth") and states nothing abnormal.
+        let opens_negated = self.negation.find(&lower).is_some_and(|found| found.start() == 0);
+        if starts_normal || says_normal || opens_negated {
             "normal"
         } else {
             "unknown"
         }
     }
 
-    /// Whether an abnormal cue occurs outside a negated clause.
+    /// Whether an abnormal cue occurs outside a negation's scope. A
+    /// negation reaches over a list ("no fracture, dislocation or
+    /// effusion") to the end of its sentence, or to a contrast word
+    /// (`but`, `however`, `although`, `except`, `with`).
     fn has_unnegated_abnormal(&self, lower: &str) -> bool {
         self.abnormal.find_iter(lower).any(|cue| {
-            let clause_start = lower[..cue.start()]
-                .rfind([',', ';', '.', '('])
-                .map_or(0, |at| at + 1);
-            !self.negation.is_match(&lower[clause_start..cue.start()])
+            let before = &lower[..cue.start()];
+            let mut scope_start = before.rfind(['.', ';', '(']).map_or(0, |at| at + 1);
+            for contrast in [" but ", " however", " although ", " except ", " with "] {
+                if let Some(at) = before[scope_start..].rfind(contrast) {
+                    scope_start = scope_start + at + contrast.len();
+                }
+            }
+            !self.negation.is_match(&before[scope_start..])
         })
     }
 
@@ -513,37 +543,49 @@ pub fn read(lexicon: &Lexicon, source: &str, sections: &[Section]) -> Vec<Fact> 
 
 /// The decisive items of a case with reference diagnosis `reference`:
 /// reference facts (kind `decisive`), and the rule that chose the test.
-pub fn decisive(ontology: &Ontology, facts: &[Fact], reference: &str) -> (Vec<Fact>, &'static str) {
+pub fn decisive(
+    lexicon: &Lexicon,
+    ontology: &Ontology,
+    facts: &[Fact],
+    reference: &str,
+) -> (Vec<Fact>, &'static str) {
     let mut out = Vec::new();
-    let Some(diagnosis) = ontology.resolve(reference) else {
-        return (out, "reference_not_in_ontology");
-    };
-    let mut names: Vec<String> = std::iter::once(&diagnosis.name)
-        .chain(&diagnosis.synonyms)
+    let diagnosis = ontology.resolve(reference);
+    let mut names: Vec<String> = diagnosis
+        .into_iter()
+        .flat_map(|diagnosis| std::iter::once(&diagnosis.name).chain(&diagnosis.synonyms))
         .map(|name| name.to_lowercase())
         .filter(|name| name.chars().count() >= 4)
         .collect();
-    names.push(reference.to_lowercase());
+    names.extend(own_names(reference));
     let tests = || facts.iter().filter(|fact| fact.kind == "test_result");
     let names_it = |fact: &&Fact| {
         let value = fact.span_text.to_lowercase();
         names.iter().any(|name| contains_phrase(&value, name))
     };
     let confirms = |fact: &&Fact| {
-        fact.value != "normal" && {
-            let text = format!("{} {}", fact.name.replace('_', " "), fact.span_text).to_lowercase();
-            diagnosis
-                .confirming
-                .iter()
-                .any(|phrase| contains_phrase(&text, &phrase.to_lowercase()))
-        }
+        fact.value != "normal"
+            && diagnosis.is_some_and(|diagnosis| {
+                let text = format!("{} {}", fact.name.replace('_', " "), fact.span_text).to_lowercase();
+                diagnosis
+                    .confirming
+                    .iter()
+                    .any(|phrase| contains_phrase(&text, &phrase.to_lowercase()))
+            })
     };
-    let (chosen, rule) = match tests().find(names_it) {
-        Some(found) => (Some(found), "names_diagnosis"),
-        None => match tests().find(confirms) {
-            Some(found) => (Some(found), "confirming"),
-            None => (None, "none"),
-        },
+    let abnormal: Vec<&Fact> = tests()
+        .filter(|fact| fact.value == "abnormal" && lexicon.is_study(&fact.name))
+        .collect();
+    let (chosen, rule) = if let Some(found) = tests().find(names_it) {
+        (Some(found), "names_diagnosis")
+    } else if let Some(found) = tests().find(confirms) {
+        (Some(found), "confirming")
+    } else if let [only] = abnormal.as_slice() {
+        (Some(*only), "sole_abnormal_study")
+    } else if diagnosis.is_none() {
+        (None, "reference_not_in_ontology")
+    } else {
+        (None, "none")
     };
     if let Some(test) = chosen {
         out.push(Fact {
@@ -555,7 +597,7 @@ pub fn decisive(ontology: &Ontology, facts: &[Fact], reference: &str) -> (Vec<Fa
             ..test.clone()
         });
     }
-    if let Some(sex) = &diagnosis.sex
+    if let Some(sex) = diagnosis.and_then(|diagnosis| diagnosis.sex.as_ref())
         && let Some(stated) = facts
             .iter()
             .find(|fact| fact.kind == "demographic" && fact.name == "sex")
@@ -564,12 +606,31 @@ pub fn decisive(ontology: &Ontology, facts: &[Fact], reference: &str) -> (Vec<Fa
             kind: "decisive".into(),
             name: "sex".into(),
             value: sex.clone(),
-            detail: Some(format!("{} is sex-specific", diagnosis.name)),
+            detail: diagnosis.map(|diagnosis| format!("{} is sex-specific", diagnosis.name)),
             origin: "reference".into(),
             ..stated.clone()
         });
     }
     (out, rule)
+}
+
+/// The names a reference diagnosis gives itself: the whole string, the part
+/// before a parenthesis, and what the parenthesis holds (`Progressive
+/// multifocal leukoencephalopathy (PML)`), each of at least four characters
+/// or an abbreviation of at least two capitals.
+fn own_names(reference: &str) -> Vec<String> {
+    let mut out = vec![reference.trim().to_lowercase()];
+    if let Some((before, after)) = reference.split_once('(') {
+        out.push(before.trim().to_lowercase());
+        let inner = after.trim_end_matches(')').trim();
+        out.push(inner.to_lowercase());
+    }
+    out.retain(|name| {
+        name.chars().count() >= 4 || (name.len() >= 2 && reference.contains(&name.to_uppercase()))
+    });
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Whole-word containment (`needle` already lowercase).
@@ -609,6 +670,11 @@ mod tests {
         assert_eq!(lexicon.classify("Negative"), "normal");
         assert_eq!(lexicon.classify("Negative for bacterial growth"), "normal");
         assert_eq!(lexicon.classify("Not provided"), "unknown");
+        assert_eq!(
+            lexicon.classify("No fracture, dislocation, or appreciable joint effusion."),
+            "normal"
+        );
+        assert_eq!(lexicon.classify("No masses, but a small effusion"), "abnormal");
         assert_eq!(lexicon.classify("96 mg/dL"), "unknown");
         assert_eq!(
             lexicon.classify("A transition zone in the distal colon, compatible with Hirschsprung disease"),
@@ -629,6 +695,70 @@ mod tests {
         let rate = lexicon.vital("Heart_Rate").unwrap();
         assert_eq!(lexicon.classify_vital(rate, "118 bpm"), "abnormal");
         assert!(lexicon.vital("Vital Signs - Weight").is_none());
+    }
+
+    #[test]
+    fn a_reference_names_itself_whole_before_and_inside_its_parenthesis() {
+        assert_eq!(
+            own_names("Progressive multifocal leukoencephalopathy (PML)"),
+            vec![
+                "pml".to_string(),
+                "progressive multifocal leukoencephalopathy".to_string(),
+                "progressive multifocal leukoencephalopathy (pml)".to_string()
+            ]
+        );
+        assert_eq!(own_names("Gout"), vec!["gout".to_string()]);
+        assert!(own_names("Flu").is_empty());
+    }
+
+    fn test_fact(name: &str, value: &str, text: &str) -> Fact {
+        fact(
+            "test_result",
+            name,
+            value,
+            Some(text.into()),
+            "labs",
+            text,
+            0..text.len(),
+        )
+    }
+
+    #[test]
+    fn the_decisive_rules_apply_in_order_and_without_the_ontology() {
+        let empty =
+            Ontology::parse("version: 1\ndiagnoses: []\n", "version: 1\ntests: []\n", "empty").unwrap();
+        let named = [
+            test_fact("CBC", "abnormal", "Low"),
+            test_fact("Biopsy", "abnormal", "Findings compatible with sarcoidosis"),
+        ];
+        let lexicon = lexicon();
+        let (facts, rule) = decisive(&lexicon, &empty, &named, "Sarcoidosis");
+        assert_eq!((rule, facts[0].value.as_str()), ("names_diagnosis", "Biopsy"));
+        let sole = [
+            test_fact("Complete Blood Count - Platelets", "abnormal", "Low"),
+            test_fact("Skin Biopsy - Findings", "abnormal", "Epidermal necrosis"),
+        ];
+        let (facts, rule) = decisive(&lexicon, &empty, &sole, "Unheard-of syndrome");
+        assert_eq!(
+            (rule, facts[0].value.as_str()),
+            ("sole_abnormal_study", "Skin Biopsy - Findings")
+        );
+        let two = [
+            test_fact("Chest CT - Findings", "abnormal", "Mass"),
+            test_fact("Skin Biopsy - Findings", "abnormal", "Epidermal necrosis"),
+        ];
+        let (facts, rule) = decisive(&lexicon, &empty, &two, "Unheard-of syndrome");
+        assert_eq!((rule, facts.len()), ("reference_not_in_ontology", 0));
+        let routine = [test_fact(
+            "Complete Blood Count - Platelets",
+            "abnormal",
+            "Slightly elevated",
+        )];
+        let (facts, _) = decisive(&lexicon, &empty, &routine, "Unheard-of syndrome");
+        assert!(
+            facts.is_empty(),
+            "a routine panel is never decisive by elimination"
+        );
     }
 
     #[test]

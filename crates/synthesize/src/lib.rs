@@ -693,7 +693,8 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
     let mut reference = raw.reference.clone();
     let mut extra = raw.extra.clone();
     if let Some(diagnosis) = &reference.diagnosis {
-        let (decisive, rule) = cfeval_diagnosis::findings::decisive(&reading.ontology, &facts, diagnosis);
+        let (decisive, rule) =
+            cfeval_diagnosis::findings::decisive(&reading.lexicon, &reading.ontology, &facts, diagnosis);
         reference.facts.extend(decisive);
         let said = match rule {
             "none" => {
