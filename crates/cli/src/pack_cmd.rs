@@ -22,6 +22,12 @@ pub fn problems(pack: &Pack) -> Vec<String> {
         ),
         Err(error) => out.push(format!("{}: {error:#}", catalog.display())),
     }
+    let judge_prompt = pack.file("prompts/judge_pair.md");
+    if judge_prompt.is_file()
+        && let Err(error) = cfeval_judge::llm::PairPrompt::load(&judge_prompt)
+    {
+        out.push(error.to_string());
+    }
     if pack.task == TaskKind::Diagnosis {
         if let Err(error) = cfeval_diagnosis::findings::Lexicon::load(&pack.dir) {
             out.push(error.to_string());

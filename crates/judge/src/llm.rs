@@ -246,6 +246,12 @@ impl LlmJudge {
         }
     }
 
+    /// This judge on another prompt template (a pack's own).
+    pub fn with_prompt_template(mut self, prompt: PairPrompt) -> Self {
+        self.prompt = prompt;
+        self
+    }
+
     /// Caps the verdict's length in tokens (default [`LlmJudge::DEFAULT_MAX_TOKENS`]); a small local
     /// judge that runs on can then not hold a run up.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {

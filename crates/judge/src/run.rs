@@ -67,6 +67,29 @@ pub enum Judge {
 }
 
 impl Judge {
+    /// This judge with its model judges (and fallbacks) on `prompt`.
+    pub fn with_pair_prompt(&self, prompt: &crate::llm::PairPrompt) -> Judge {
+        let swap = |judge: &LlmJudge| Box::new(judge.clone().with_prompt_template(prompt.clone()));
+        match self {
+            Judge::Rule(rule) => Judge::Rule(rule.clone()),
+            Judge::Llm { judge, fallback } => Judge::Llm {
+                judge: swap(judge),
+                fallback: fallback.as_deref().map(swap),
+            },
+            Judge::Cascade {
+                name,
+                rule,
+                judge,
+                fallback,
+            } => Judge::Cascade {
+                name: name.clone(),
+                rule: rule.clone(),
+                judge: swap(judge),
+                fallback: fallback.as_deref().map(swap),
+            },
+        }
+    }
+
     /// The name recorded in `judgments.judge` and in the unit.
     pub fn name(&self) -> &str {
         match self {
@@ -367,11 +390,22 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     };
     let (variants, cases) = (Some(variants), Some(cases));
     // A diagnosis pack's run is read by the pack's diagnosis judge.
-    let diagnosis = match cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)? {
+    let pack = cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)?;
+    let diagnosis = match &pack {
         Some(pack) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
-            Some(DiagnosisJudge::load(&pack).map_err(Error::Pack)?)
+            Some(DiagnosisJudge::load(pack).map_err(Error::Pack)?)
         }
         _ => None,
+    };
+    // A pack with its own pair prompt (`prompts/judge_pair.md`) gives it to
+    // the model judges.
+    let with_pack_prompt;
+    let judge = match pack.as_ref().map(|pack| pack.file("prompts/judge_pair.md")) {
+        Some(path) if path.is_file() => {
+            with_pack_prompt = judge.with_pair_prompt(&crate::llm::PairPrompt::load(&path)?);
+            &with_pack_prompt
+        }
+        _ => judge,
     };
     let rule_hash = diagnosis
         .as_ref()

@@ -797,7 +797,7 @@ fn id_keys(source: &str) -> Vec<(usize, &str)> {
 
 const SWITCH_LINES: &[&str] = &["first", "second", "third", "fourth", "next"];
 /// The placeholders an expected text may hold, filled per case by the engine.
-const PLACEHOLDERS: &[&str] = &["regimen", "procedure", "test"];
+const PLACEHOLDERS: &[&str] = &["regimen", "procedure", "test", "diagnosis"];
 
 /// The `{name}` placeholders of a text (letters, digits and `_` between braces).
 fn placeholders(text: &str) -> Vec<&str> {

@@ -457,6 +457,7 @@ fn build(
         outcome.procedure.as_deref(),
         outcome.progressed_line,
         outcome.order_test.as_deref(),
+        case.reference.diagnosis.as_deref(),
     );
     Ok(Variant {
         row: VariantRow {
@@ -533,8 +534,16 @@ pub fn expectation(
     procedure: Option<&str>,
     progressed_line: Option<usize>,
 ) -> Option<(String, Expected)> {
-    expected_branch(intervention, case)
-        .map(|branch| resolve_expected(branch, regimen, procedure, progressed_line, None))
+    expected_branch(intervention, case).map(|branch| {
+        resolve_expected(
+            branch,
+            regimen,
+            procedure,
+            progressed_line,
+            None,
+            case.reference.diagnosis.as_deref(),
+        )
+    })
 }
 
 fn resolve_expected(
@@ -543,14 +552,18 @@ fn resolve_expected(
     procedure: Option<&str>,
     progressed_line: Option<usize>,
     test: Option<&str>,
+    diagnosis: Option<&str>,
 ) -> (String, Expected) {
     let regimen = regimen.unwrap_or("the current regimen").to_string();
     let procedure = procedure.unwrap_or("the operation").to_string();
     let test_name = test.unwrap_or("the decisive test").to_string();
+    // The case's diagnosis: the judge reads it, no subject does.
+    let diagnosis = diagnosis.unwrap_or("the original diagnosis").to_string();
     let fill = |text: &str| {
         text.replace("{regimen}", &regimen)
             .replace("{procedure}", &procedure)
             .replace("{test}", &test_name)
+            .replace("{diagnosis}", &diagnosis)
     };
     let switch_line = branch.switch_line.as_ref().map(|line| {
         if line == "next" {

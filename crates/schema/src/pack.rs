@@ -9,7 +9,9 @@
 //!   …                 what the task reads: for diagnosis the ontology
 //!                     (ontology.yaml, tests.yaml), the answer cues
 //!                     (answer.yaml), the chart reading (facts.yaml) and the
-//!                     prompts (prompts/*.md); cases it ships (cases/*.jsonl)
+//!                     prompts (prompts/single_shot.md for the subject,
+//!                     prompts/judge_pair.md for the model judges); cases
+//!                     it ships
 //! ```
 //!
 //! A pack's hash is the BLAKE3 of every file in the folder (relative path
@@ -60,6 +62,7 @@ fn required(task: TaskKind) -> &'static [&'static str] {
             "answer.yaml",
             "facts.yaml",
             "prompts/single_shot.md",
+            "prompts/judge_pair.md",
         ],
     }
 }

@@ -14,7 +14,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cfeval_schema::{ScoreRow, VariantRow};
+use std::sync::Arc;
+
+use cfeval_model::testing::{BackgroundServer, Responder, ServerConfig};
+use cfeval_schema::{JudgmentRow, ScoreRow, VariantRow};
 
 use crate::support::{cfeval_in, rows, succeeded, workspace_root};
 
@@ -125,6 +128,68 @@ fn a_third_pack_runs_end_to_end_with_no_rust_of_its_own() {
     assert_eq!(constant.value, 0.0, "constant CSS");
     let blind = css(&scores, "control/blind-test_result", "intervention", "F1").expect("blind F1");
     assert_eq!(blind.value, 0.0, "a control blind to test results ignores F1");
+}
+
+#[test]
+fn a_model_judge_reads_the_packs_own_pair_prompt() {
+    // The judge server gives every pair the verdict its direction wants;
+    // what it was asked with is checked afterwards.
+    let responder: Responder = Arc::new(|_model: &str, prompt: &str, _seed: Option<u64>| {
+        if prompt.contains("\"expected_direction\": \"unchanged\"") {
+            r#"{"score": 1.0, "label": "held_correctly", "rationale": "same diagnosis"}"#.to_string()
+        } else {
+            r#"{"score": 1.0, "label": "updated_correct", "rationale": "moved as expected"}"#.to_string()
+        }
+    });
+    let server = BackgroundServer::start(ServerConfig {
+        responder: Some(responder),
+        ..ServerConfig::default()
+    })
+    .expect("test server");
+    let pack = workspace_root().join("tests/packs/cardiology");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = pipeline(dir.path(), "cardiology-llm", &pack, &pack.join("cases.jsonl"));
+    let run = run_pipeline(dir.path(), &file, "cardiology-llm");
+    succeeded(
+        cfeval_in(
+            dir.path(),
+            &[
+                "judge",
+                "--run",
+                &run.display().to_string(),
+                "--judge",
+                "vllm/diagnosis-judge",
+                "--base-url",
+                &server.openai_base_url(),
+            ],
+        ),
+        "cfeval judge with a model",
+    );
+    let asked = server.last_body().expect("the judge was called").to_string();
+    assert!(
+        asked.contains("counterfactual test of a cardiology diagnosis"),
+        "the model judge is asked with the pack's prompt: {asked}"
+    );
+    let judgments: Vec<JudgmentRow> = rows(&run);
+    let by_model: Vec<&JudgmentRow> = judgments
+        .iter()
+        .filter(|row| row.judge == "vllm/diagnosis-judge" && row.metric == "css")
+        .collect();
+    assert!(!by_model.is_empty());
+    for row in &by_model {
+        assert_eq!(row.status, "ok", "{row:?}");
+        assert_eq!(row.score, Some(1.0), "{row:?}");
+    }
+    let with_diagnosis = rows::<VariantRow>(&run)
+        .into_iter()
+        .filter(|variant| variant.intervention == "F1" && variant.applicable)
+        .all(|variant| {
+            !variant
+                .expected_text
+                .unwrap_or_default()
+                .contains("the original diagnosis")
+        });
+    assert!(with_diagnosis, "F1's expectation names the case's diagnosis");
 }
 
 #[test]

@@ -70,6 +70,7 @@ pub(crate) fn flip_result(
         polarity: None,
         name: None,
     });
+    outcome.order_test = Some(readable(&fact.name));
     Ok(outcome)
 }
 

@@ -201,7 +201,8 @@ pub(crate) struct Outcome {
     pub procedure: Option<String>,
     /// 1-based line number of the line that progressed.
     pub progressed_line: Option<usize>,
-    /// The test a removed result needs (an expected `order_test: decisive`).
+    /// The test whose result was flipped or removed (the `{test}` of the
+    /// expected text, and an expected `order_test: decisive`).
     pub order_test: Option<String>,
 }
 
