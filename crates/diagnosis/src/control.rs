@@ -15,17 +15,8 @@
 //! - `erratic` names a diagnosis of the run picked per variant (seeded by
 //!   the variant id): spurious shifts on the negative controls.
 
+use cfeval_schema::vocab::ControlKind;
 use cfeval_schema::{Fact, Reference};
-
-/// Which control.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ControlKind {
-    Reference,
-    Constant,
-    /// Blind to these fact kinds (`sex` is the demographic `sex`).
-    Blind(Vec<String>),
-    Erratic,
-}
 
 /// What a control knows of the run: every case's diagnosis.
 #[derive(Debug, Clone, Default)]
@@ -291,6 +282,15 @@ mod tests {
             blind.starts_with("Most likely diagnosis: Myasthenia gravis"),
             "{blind}"
         );
+    }
+
+    #[test]
+    fn a_test_label_reads_as_its_last_part() {
+        assert_eq!(
+            readable_test("Blood Tests - Acetylcholine_Receptor_Antibodies"),
+            "Acetylcholine Receptor Antibodies"
+        );
+        assert_eq!(readable_test("Chest CT"), "Chest CT");
     }
 
     #[test]

@@ -20,14 +20,7 @@ use cfeval_schema::{ConsensusItem, Fact, Reference, VariantRow};
 
 use crate::error::{Error, Result};
 
-/// Which control.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ControlKind {
-    Reference,
-    Constant,
-    Blind(Vec<String>),
-    Erratic,
-}
+pub use cfeval_schema::vocab::ControlKind;
 
 /// A control subject.
 #[derive(Debug, Clone)]
@@ -51,27 +44,7 @@ pub struct DiagnosisRun {
 impl Control {
     /// Parses `control/<kind>`.
     pub fn parse(name: &str, guidelines: Guidelines) -> Result<Self> {
-        use cfeval_schema::vocab::SubjectKind::Control;
-        let kind = match cfeval_schema::vocab::SubjectKind::of(name) {
-            Control("reference") => ControlKind::Reference,
-            Control("constant") => ControlKind::Constant,
-            Control("erratic") => ControlKind::Erratic,
-            Control(blind) if blind.starts_with("blind-") => {
-                let kinds: Vec<String> = match &blind["blind-".len()..] {
-                    "surgery" => vec!["surgery".into()],
-                    "biomarker" | "biomarkers" => vec!["biomarker".into()],
-                    "stage" => vec!["stage".into(), "metastatic".into()],
-                    "prior_line" | "prior-line" | "progression" => vec!["prior_line".into()],
-                    // The diagnosis pack's kinds.
-                    "test_result" | "test" | "tests" => vec!["test_result".into()],
-                    "sex" => vec!["sex".into()],
-                    "vital" | "vitals" => vec!["vital".into()],
-                    _ => return Err(Error::UnknownControl(name.to_string())),
-                };
-                ControlKind::Blind(kinds)
-            }
-            _ => return Err(Error::UnknownControl(name.to_string())),
-        };
+        let kind = ControlKind::of(name).ok_or_else(|| Error::UnknownControl(name.to_string()))?;
         Ok(Self {
             name: name.to_string(),
             kind,
@@ -91,17 +64,10 @@ impl Control {
         let Some(run) = &self.diagnosis else {
             return self.answer(&variant.facts, &variant.variant_id);
         };
-        use cfeval_diagnosis::control::ControlKind as Kind;
-        let kind = match &self.kind {
-            ControlKind::Reference => Kind::Reference,
-            ControlKind::Constant => Kind::Constant,
-            ControlKind::Blind(kinds) => Kind::Blind(kinds.clone()),
-            ControlKind::Erratic => Kind::Erratic,
-        };
         let empty = Reference::default();
         let reference = run.references.get(&variant.case_id).unwrap_or(&empty);
         cfeval_diagnosis::control::answer(
-            &kind,
+            &self.kind,
             &self.name,
             reference,
             &variant.facts,

@@ -1343,23 +1343,20 @@ fn check_expected(
                 ),
             ));
         }
-        if let Some(diagnosis) = &branch.diagnosis
-            && diagnosis != "away"
-        {
-            out.push(locator.at(
-                index,
-                diagnosis,
-                format!("unknown diagnosis direction `{diagnosis}` (known: away)"),
-            ));
-        }
-        if let Some(urgency) = &branch.urgency
-            && urgency != "escalate"
-        {
-            out.push(locator.at(
-                index,
-                urgency,
-                format!("unknown urgency `{urgency}` (known: escalate)"),
-            ));
+        // The diagnosis task's one-word directions.
+        for (field, value, known) in [
+            ("diagnosis", &branch.diagnosis, "away"),
+            ("urgency", &branch.urgency, "escalate"),
+        ] {
+            if let Some(value) = value
+                && value != known
+            {
+                out.push(locator.at(
+                    index,
+                    value,
+                    format!("unknown {field} `{value}` (known: {known})"),
+                ));
+            }
         }
         if let Some(marker) = &branch.order_test
             && marker != "decisive"

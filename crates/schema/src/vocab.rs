@@ -55,6 +55,48 @@ impl<'a> SubjectKind<'a> {
     }
 }
 
+/// What a control subject does, as its name (`control/<kind>`) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlKind {
+    /// Follows the ground truth (guideline table, or the case's own answer).
+    Reference,
+    /// One answer whatever the chart.
+    Constant,
+    /// The reference blind to these fact kinds.
+    Blind(Vec<String>),
+    /// An answer picked per variant at random (seeded by the variant id).
+    Erratic,
+}
+
+impl ControlKind {
+    /// The kind a control's name says (`None`: not a control, or an unknown
+    /// kind). `blind-<kind>` takes oncology's kinds (`surgery`, `biomarker`,
+    /// `stage`, `prior_line`) and diagnosis's (`test_result`, `sex`, `vital`).
+    pub fn of(name: &str) -> Option<Self> {
+        let SubjectKind::Control(kind) = SubjectKind::of(name) else {
+            return None;
+        };
+        Some(match kind {
+            "reference" => ControlKind::Reference,
+            "constant" => ControlKind::Constant,
+            "erratic" => ControlKind::Erratic,
+            blind => {
+                let kinds: Vec<&str> = match blind.strip_prefix("blind-")? {
+                    "surgery" => vec!["surgery"],
+                    "biomarker" | "biomarkers" => vec!["biomarker"],
+                    "stage" => vec!["stage", "metastatic"],
+                    "prior_line" | "prior-line" | "progression" => vec!["prior_line"],
+                    "test_result" | "test" | "tests" => vec!["test_result"],
+                    "sex" => vec!["sex"],
+                    "vital" | "vitals" => vec!["vital"],
+                    _ => return None,
+                };
+                ControlKind::Blind(kinds.into_iter().map(String::from).collect())
+            }
+        })
+    }
+}
+
 /// Whether a unit limited to `families` (empty: all) covers `family`: the
 /// baseline always, since every pair is judged against it.
 pub fn covers_family(families: &[String], family: &str) -> bool {
@@ -205,6 +247,21 @@ impl Vocabulary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_kinds_read_from_names() {
+        assert_eq!(ControlKind::of("control/reference"), Some(ControlKind::Reference));
+        assert_eq!(
+            ControlKind::of("control/blind-stage"),
+            Some(ControlKind::Blind(vec!["stage".into(), "metastatic".into()]))
+        );
+        assert_eq!(
+            ControlKind::of("control/blind-tests"),
+            Some(ControlKind::Blind(vec!["test_result".into()]))
+        );
+        assert_eq!(ControlKind::of("control/blind-mood"), None);
+        assert_eq!(ControlKind::of("openai/gpt-5"), None);
+    }
 
     #[test]
     fn the_builtin_vocabulary_parses_and_names_its_families() {

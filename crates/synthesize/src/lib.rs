@@ -682,14 +682,7 @@ pub struct Converted {
 pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &DiagnosticReading) -> Converted {
     let (source_text, sections) = chart(&raw.body);
     let mut facts = cfeval_diagnosis::findings::read(&reading.lexicon, &source_text, &sections);
-    let mut failures = Vec::new();
-    facts.retain(|fact| match extract::verify_fact(&source_text, fact) {
-        Ok(()) => true,
-        Err(error) => {
-            failures.push(error);
-            false
-        }
-    });
+    let failures = keep_verified(&source_text, &mut facts);
     let mut reference = raw.reference.clone();
     let mut extra = raw.extra.clone();
     if let Some(diagnosis) = &reference.diagnosis {
@@ -698,9 +691,11 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
         reference.facts.extend(decisive);
         let said = match rule {
             "none" => {
-                "none: no test result names the diagnosis or holds one of its confirming phrases (ontology)"
+                "none: no test result names the diagnosis or holds one of its confirming phrases (ontology), and no single study result is abnormal"
             }
-            "reference_not_in_ontology" => "none: the diagnosis is not in the pack's ontology",
+            "reference_not_in_ontology" => {
+                "none: the diagnosis is not in the pack's ontology, no test result names it, and no single study result is abnormal"
+            }
             chosen => chosen,
         };
         extra.push(cfeval_schema::KeyValue {
@@ -708,20 +703,7 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
             value: serde_json::Value::String(said.to_string()).to_string(),
         });
     }
-    let row = CaseRow {
-        run: run.to_string(),
-        case_id: ids::case_id(raw.source_format, &raw.source_id, &source_text),
-        source_id: raw.source_id.clone(),
-        source_format: raw.source_format.to_string(),
-        source_path: raw.source_path.clone(),
-        source_line: raw.source_line,
-        source_text,
-        cancer_type: None,
-        sections,
-        facts,
-        reference,
-        extra,
-    };
+    let row = case_row(raw, run, source_text, sections, facts, reference, extra);
     Converted {
         row,
         failures,
@@ -730,6 +712,50 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
         llm_verified: 0,
         llm_facts: 0,
         disagreements: 0,
+    }
+}
+
+/// Keeps the facts whose span verifies against the source; the others'
+/// failures.
+fn keep_verified(source_text: &str, facts: &mut Vec<cfeval_schema::Fact>) -> Vec<extract::SpanError> {
+    let mut failures = Vec::new();
+    facts.retain(|fact| match extract::verify_fact(source_text, fact) {
+        Ok(()) => true,
+        Err(error) => {
+            failures.push(error);
+            false
+        }
+    });
+    failures
+}
+
+/// A case's row; its cancer type is the facts' (oncology), if any.
+fn case_row(
+    raw: &input::RawCase,
+    run: &str,
+    source_text: String,
+    sections: Vec<Section>,
+    facts: Vec<cfeval_schema::Fact>,
+    reference: cfeval_schema::Reference,
+    extra: Vec<cfeval_schema::KeyValue>,
+) -> CaseRow {
+    let cancer_type = facts
+        .iter()
+        .find(|fact| fact.kind == "cancer_type")
+        .map(|fact| fact.value.clone());
+    CaseRow {
+        run: run.to_string(),
+        case_id: ids::case_id(raw.source_format, &raw.source_id, &source_text),
+        source_id: raw.source_id.clone(),
+        source_format: raw.source_format.to_string(),
+        source_path: raw.source_path.clone(),
+        source_line: raw.source_line,
+        source_text,
+        cancer_type,
+        sections,
+        facts,
+        reference,
+        extra,
     }
 }
 
@@ -815,31 +841,16 @@ pub fn synthesize_case_with(
         }
     }
     // The rules' own spans are checked too: a failure is a bug, never kept.
-    facts.retain(|fact| match extract::verify_fact(&source_text, fact) {
-        Ok(()) => true,
-        Err(error) => {
-            failures.push(error);
-            false
-        }
-    });
-    let cancer_type = facts
-        .iter()
-        .find(|fact| fact.kind == "cancer_type")
-        .map(|fact| fact.value.clone());
-    let row = CaseRow {
-        run: run.to_string(),
-        case_id: ids::case_id(raw.source_format, &raw.source_id, &source_text),
-        source_id: raw.source_id.clone(),
-        source_format: raw.source_format.to_string(),
-        source_path: raw.source_path.clone(),
-        source_line: raw.source_line,
+    failures.extend(keep_verified(&source_text, &mut facts));
+    let row = case_row(
+        raw,
+        run,
         source_text,
-        cancer_type,
         sections,
         facts,
-        reference: raw.reference.clone(),
+        raw.reference.clone(),
         extra,
-    };
+    );
     Converted {
         row,
         failures,

@@ -70,7 +70,7 @@ pub(crate) fn flip_result(
         polarity: None,
         name: None,
     });
-    outcome.order_test = Some(readable(&fact.name));
+    outcome.order_test = Some(cfeval_diagnosis::control::readable_test(&fact.name));
     Ok(outcome)
 }
 
@@ -127,20 +127,8 @@ pub(crate) fn remove_result(chart: &Chart<'_>, target: &str) -> Result<Outcome, 
         outcome.plan.push(line_start - 1..line_end, "")?;
     }
     outcome.changes.push(FactChange::Remove { index });
-    outcome.order_test = Some(readable(&fact.name));
+    outcome.order_test = Some(cfeval_diagnosis::control::readable_test(&fact.name));
     Ok(outcome)
-}
-
-/// A test's label as a reader says it (`Blood Tests - Acetylcholine
-/// Receptor Antibodies` → `acetylcholine receptor antibodies`).
-fn readable(label: &str) -> String {
-    label
-        .rsplit(" - ")
-        .next()
-        .unwrap_or(label)
-        .replace('_', " ")
-        .trim()
-        .to_lowercase()
 }
 
 /// Sets each named finding to its new text and value.
@@ -292,14 +280,5 @@ mod tests {
     fn words_match_whole() {
         assert!(has_word("present (elevated)", "present"));
         assert!(!has_word("presentation", "present"));
-    }
-
-    #[test]
-    fn a_label_reads_as_its_last_part() {
-        assert_eq!(
-            readable("Blood Tests - Acetylcholine_Receptor_Antibodies"),
-            "acetylcholine receptor antibodies"
-        );
-        assert_eq!(readable("Chest CT"), "chest ct");
     }
 }
