@@ -72,7 +72,7 @@ pub struct Reader {
 }
 
 /// A candidate phrase: folded bounds and the ontology entry inside it.
-struct Phrase {
+pub(super) struct Phrase {
     start: usize,
     end: usize,
     found: Option<Found>,
@@ -123,6 +123,7 @@ impl Reader {
                 !layout.is_ruled_out(f.start, f.end)
                     && !layout.is_history(f.start)
                     && !layout.is_question(f.start)
+                    && !layout.is_purpose(f.start)
             })
             .collect();
         let free = self.free_differential(&layout, &found);
@@ -292,17 +293,60 @@ impl Reader {
         self.mention(layout, phrase.start, phrase.end, phrase.found)
     }
 
-    /// Step 1: a label followed by a colon or dash (or a label ending `is`).
+    /// How a label ranks: a final label (`final diagnosis`) above a
+    /// diagnosis label (`most likely diagnosis`) above a section label
+    /// (`assessment`).
+    fn label_rank(&self, layout: &Layout<'_>, start: usize, end: usize) -> u8 {
+        let written = &layout.folded.text[start..end];
+        if self.cues.final_labels.contains(written) {
+            2
+        } else if self.cues.section_labels.contains(written) {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// Step 1: a label followed by a colon or dash (or a label ending `is`);
+    /// of several, the highest ranked, then the first. A label in a question
+    /// (`Most likely diagnosis?`) or before a restated case (`Assessment: the
+    /// patient is ...`) names nothing.
     fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
-        let text = &layout.folded.text;
+        let mut best: Option<(u8, Mention, &'static str)> = None;
         for hit in &layout.hits {
+            if layout.is_question(hit.start) {
+                continue;
+            }
+            let Some((mention, source)) = self.label_at(layout, hit, offered) else {
+                continue;
+            };
+            let rank = self.label_rank(layout, hit.start, hit.end);
+            if best.as_ref().is_none_or(|(best_rank, _, _)| rank > *best_rank) {
+                best = Some((rank, mention, source));
+            }
+        }
+        match best {
+            Some((_, mention, source)) => (Some(mention), source),
+            None => (None, "none"),
+        }
+    }
+
+    /// The leader a label hit names, inline or on the next line.
+    fn label_at(
+        &self,
+        layout: &Layout<'_>,
+        hit: &crate::cues::Hit,
+        offered: &[Found],
+    ) -> Option<(Mention, &'static str)> {
+        let text = &layout.folded.text;
+        {
             let line = layout.line_of(hit.start);
             let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')']);
             let heading = hit.kind == Kind::LeadingForward
                 && after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty()
                 && layout.words_between(line.content, hit.start) == 0;
             if hit.kind != Kind::Label && !heading {
-                continue;
+                return None;
             }
             let link = self
                 .cues
@@ -313,15 +357,21 @@ impl Reader {
                 || after.starts_with([':', '-', '='])
                 || link.is_some()
                 || text[hit.start..hit.end].ends_with(" is");
+            // A label linked by a word (`..., the most likely diagnosis is
+            // X`) may sit anywhere in its clause; one before a colon opens it.
             let (clause_start, _) = layout.clause_of(hit.start);
-            if !labelled || layout.is_negated(hit) || layout.words_between(clause_start, hit.start) > 3 {
-                continue;
+            let deep = layout.words_between(clause_start, hit.start) > 3 && link.is_none();
+            if !labelled || layout.is_negated(hit) || deep {
+                return None;
             }
             let start = line.end - after.len() + link.map_or(0, String::len);
             let (_, sentence_end) = layout.sentence_of(start + 1);
             let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
             if let Some(phrase) = inline {
-                return (Some(self.lead(layout, phrase)), "label");
+                if phrase.found.is_none() && self.opens_narrative(&text[phrase.start..phrase.end]) {
+                    return None;
+                }
+                return Some((self.lead(layout, phrase), "label"));
             }
             if after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
                 let next = layout
@@ -331,12 +381,29 @@ impl Reader {
                 if let Some(next) = next {
                     let (_, end) = layout.sentence_of(next.content);
                     if let Some(phrase) = self.phrase_at(layout, next.content, end, offered) {
-                        return (Some(self.lead(layout, phrase)), "heading");
+                        return Some((self.lead(layout, phrase), "heading"));
                     }
                 }
             }
         }
-        (None, "none")
+        None
+    }
+
+    /// Whether an unlabelled phrase names a test (`an ECG could be
+    /// considered`): workup, not a diagnosis.
+    pub(super) fn names_test(&self, layout: &Layout<'_>, phrase: &Phrase) -> bool {
+        !self
+            .ontology
+            .tests_in(layout.original_text(phrase.start, phrase.end))
+            .is_empty()
+    }
+
+    /// Whether folded text opens with a narrative word (`patient is ...`).
+    fn opens_narrative(&self, opening: &str) -> bool {
+        self.cues.narrative_starts.iter().any(|word| {
+            opening.starts_with(word.as_str())
+                && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
+        })
     }
 
     /// Step 2: a leading cue in a sentence; an ontology entry first, a free
@@ -348,7 +415,7 @@ impl Reader {
         declines: bool,
     ) -> (Option<Mention>, &'static str) {
         let mut free = None;
-        for hit in &layout.hits {
+        for hit in layout.hits.iter().filter(|hit| !layout.is_question(hit.start)) {
             let opens = || {
                 let (sentence_start, _) = layout.sentence_of(hit.start);
                 layout.words_between(sentence_start, hit.start) == 0
@@ -464,12 +531,7 @@ impl Reader {
         let (sentence_start, end) = layout.sentence_of(start);
         let mut opening = layout.folded.text[sentence_start..end]
             .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '#' | '-' | '>'));
-        let narrative = |opening: &str| {
-            self.cues.narrative_starts.iter().any(|word| {
-                opening.starts_with(word.as_str())
-                    && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
-            })
-        };
+        let narrative = |opening: &str| self.opens_narrative(opening);
         if narrative(opening) {
             return true;
         }
@@ -486,17 +548,21 @@ impl Reader {
     }
 
     /// The phrase that opens the answer's first line, unless that line
-    /// opens a narrative (`I need ...`, `These results ...`, an age).
+    /// opens a narrative (`I need ...`, `These results ...`, an age) or
+    /// orders tests (a `Next steps:` section).
     fn opening_phrase(&self, layout: &Layout<'_>, offered: &[Found]) -> Option<Mention> {
         let line = layout
             .lines
             .iter()
             .find(|line| !line.blank && line.header.is_none())?;
         let (_, end) = layout.sentence_of(line.content);
-        if self.is_narrative(layout, line.content) {
+        if self.is_narrative(layout, line.content) || layout.is_ordering(line.content) {
             return None;
         }
         let phrase = self.phrase_at(layout, line.content, end, offered)?;
+        if phrase.found.is_none() && self.names_test(layout, &phrase) {
+            return None;
+        }
         let written = &layout.folded.text[phrase.start..phrase.end];
         let ruled = layout.is_ruled_out(phrase.start, phrase.end);
         (!ruled && !written.starts_with(|c: char| c.is_ascii_digit())).then(|| self.lead(layout, phrase))
@@ -751,5 +817,117 @@ pub(crate) mod tests {
         let (id, _, _) =
             leading("45M with MG on pyridostigmine, now dysphagia. Botulism until proven otherwise.");
         assert_eq!(id.as_deref(), Some("botulism"));
+    }
+
+    #[test]
+    fn a_final_label_outranks_a_section_heading_and_earlier_labels() {
+        for answer in [
+            "### Assessment\nYoung woman with fatigable ptosis.\n\n**Final Diagnosis:** LEMS\n\n### Differential\n1. MG",
+            "Most likely diagnosis: MG\nDifferential: botulism\nFinal diagnosis: LEMS",
+            "1. MG - fatigable ptosis\n2. Botulism\n3. LEMS\n\nFinal answer: LEMS",
+            "## Impression\nDashboard injury; ptosis.\n\nDiagnosis: LEMS",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+        // A section heading still names the leader when no label does.
+        assert_eq!(
+            leading("## Assessment\nBotulism\n").0.as_deref(),
+            Some("botulism")
+        );
+    }
+
+    #[test]
+    fn a_label_in_a_question_or_before_a_restated_case_names_nothing() {
+        for answer in [
+            "Most likely diagnosis? The patient is 45 with ptosis. I need more information.",
+            "Assessment: The patient is a 20 year old male with ptosis and diplopia.",
+            "What is the most likely diagnosis? More history is needed first.",
+        ] {
+            assert_eq!(leading(answer).2, "none", "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_linked_label_may_follow_a_preamble() {
+        for answer in [
+            "Based on the fatigable ptosis, diplopia and proximal weakness that improves with rest, the most likely diagnosis is LEMS.",
+            "Thank you for the case. Given the autonomic signs, areflexia and a smoking history, my leading concern is LEMS.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_test_purpose_is_no_diagnosis() {
+        for answer in [
+            "Order AChR antibodies to rule out myasthenia gravis and a CBC.",
+            "I would check a CK to evaluate for botulism, LEMS or stroke.",
+            "An ECG could be considered to rule out stroke.",
+            "Send AChR antibodies; they can help confirm myasthenia gravis.",
+            "Get an ECG to look for LEMS.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.leading, None, "{answer}");
+            assert!(reading.differential.is_empty(), "{answer}");
+        }
+        // A leader named outside the purpose still leads.
+        let (id, _, _) = leading("Likely LEMS. Check AChR antibodies to rule out myasthenia gravis.");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_refusal_that_still_names_its_best_guess_commits_to_it() {
+        for answer in [
+            "I cannot make a definitive diagnosis without antibodies, but the picture is most suggestive of LEMS.",
+            "A definitive diagnosis cannot be made yet; the findings are most consistent with LEMS.",
+            "I can't determine this for certain. Most likely LEMS.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+    }
+
+    #[test]
+    fn workup_only_answers_commit_to_nothing() {
+        for answer in [
+            "Further evaluation with a CBC and an ECG is needed. I would hold off on naming a diagnosis.",
+            "I'm not able to determine a diagnosis from this. A full workup is warranted.",
+            "More information is needed. A biopsy may be required. I cannot give a diagnosis yet.",
+            "need more info — cant say yet. check cbc, ecg.",
+            "The baby has a rash. The rash is red. The baby needs to see a doctor.",
+            "No diagnosis is possible yet. Tests: CBC, ECG.",
+            "The most likely diagnosis is to be determined. Tests: CBC.",
+        ] {
+            assert_eq!(leading(answer).2, "none", "{answer}");
+        }
+    }
+
+    #[test]
+    fn next_steps_never_hold_the_leader() {
+        for answer in [
+            "Next steps: AChR antibodies for myasthenia gravis, CT chest.",
+            "**Next steps:**\n- myasthenia gravis panel\n- CT chest",
+            "Next step: evaluate for myasthenia gravis with AChR antibodies.",
+        ] {
+            assert_eq!(leading(answer).0, None, "{answer}");
+        }
+        let (id, _, _) = leading("Diagnosis: LEMS\n\nNext steps: exclude myasthenia gravis, CT chest.");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn labels_in_other_languages_name_the_leader() {
+        for answer in [
+            "Verdachtsdiagnose: LEMS.\nDifferentialdiagnosen: Botulismus.",
+            "Diagnóstico más probable: LEMS.\nDiagnóstico diferencial: botulismo.",
+            "Diagnostic le plus probable : LEMS.\nDiagnostics différentiels : botulisme.",
+            "Impresión diagnóstica: LEMS.",
+        ] {
+            let (id, _, source) = leading(answer);
+            assert_eq!(
+                (id.as_deref(), source),
+                (Some("lambert_eaton"), "label"),
+                "{answer}"
+            );
+        }
     }
 }

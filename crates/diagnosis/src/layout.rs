@@ -262,6 +262,28 @@ impl<'a> Layout<'a> {
         self.folded.text[end..].starts_with('?')
     }
 
+    /// Whether a span is a test's purpose: the nearest structural cue before
+    /// it in its sentence is a purpose cue (`to rule out X, Y and Z`).
+    pub fn is_purpose(&self, start: usize) -> bool {
+        let (sentence_start, _) = self.sentence_of(start);
+        self.hits
+            .iter()
+            .filter(|hit| hit.start >= sentence_start && hit.end <= start)
+            .rfind(|hit| {
+                matches!(
+                    hit.kind,
+                    Kind::Purpose
+                        | Kind::Label
+                        | Kind::LeadingForward
+                        | Kind::LeadingOpener
+                        | Kind::Differential
+                        | Kind::RuledOutForward
+                        | Kind::History
+                )
+            })
+            .is_some_and(|hit| hit.kind == Kind::Purpose)
+    }
+
     /// Whether a span sits in a sentence or section that orders tests.
     pub fn is_ordering(&self, start: usize) -> bool {
         if self.line_of(start).section == Some(Kind::Order) {
