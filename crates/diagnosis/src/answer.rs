@@ -214,7 +214,7 @@ impl Reader {
         }
         let mut end = limit;
         let mut from = start;
-        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '\n']) {
+        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '|', '\n']) {
             let at = from + index;
             // A parenthesis inside a name (`Epidermoid (epidermal inclusion)
             // cyst`) is skipped when a word follows it.
@@ -265,15 +265,25 @@ impl Reader {
         let mut found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
         // A name the ontology does not know, glossed by one it does in a
         // bracket (`Löfgren syndrome (acute sarcoidosis)`), is read as the
-        // gloss; a bracket listing findings (`(AIDS, CD4 36)`) is not a gloss.
-        if found.is_none() {
+        // gloss, and so is a known name glossed by a more specific one
+        // (`lymphoplasmacytic lymphoma (Waldenström macroglobulinemia)`); a
+        // bracket listing findings (`(AIDS, CD4 36)`) is not a gloss.
+        let general = found.map(|f| &self.ontology.entry(f.entry).id);
+        let narrower = |gloss: &Found| {
+            general.is_none_or(|id| self.ontology.is_broader(id, &self.ontology.entry(gloss.entry).id))
+        };
+        {
             let rest = &text[end..limit];
             let open = end + (rest.len() - rest.trim_start().len());
             if text[open..limit].starts_with('(')
                 && let Some(close) = text[open..limit].find(')').map(|offset| open + offset)
                 && !text[open..close].contains([',', ';'])
             {
-                let gloss = offered.iter().copied().find(|f| f.start > open && f.end <= close);
+                let gloss = offered
+                    .iter()
+                    .copied()
+                    .find(|f| f.start > open && f.end <= close)
+                    .filter(narrower);
                 if gloss.is_some() {
                     found = gloss;
                     end = close + 1;
@@ -341,7 +351,7 @@ impl Reader {
         let text = &layout.folded.text;
         {
             let line = layout.line_of(hit.start);
-            let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')']);
+            let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')', '"']);
             let heading = hit.kind == Kind::LeadingForward
                 && after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty()
                 && layout.words_between(line.content, hit.start) == 0;
@@ -431,7 +441,7 @@ impl Reader {
                     match found {
                         Some(f) => self
                             .phrase_at(layout, hit.end, end, offered)
-                            .filter(|p| p.found == Some(f))
+                            .filter(|p| p.start <= f.start && f.end <= p.end)
                             .or(Some(Phrase {
                                 start: f.start,
                                 end: f.end,
@@ -500,7 +510,7 @@ impl Reader {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
                 let phrase = self
                     .phrase_at(layout, sentence_start, sentence_end, offered)
-                    .filter(|phrase| phrase.found == Some(*f))
+                    .filter(|phrase| phrase.start <= f.start && f.end <= phrase.end)
                     .unwrap_or(Phrase {
                         start: f.start,
                         end: f.end,
@@ -508,7 +518,8 @@ impl Reader {
                     });
                 self.lead(layout, phrase)
             });
-        let item = free.first().cloned();
+        // A refusal is led by no free phrase: its possibilities are named.
+        let item = if declines { None } else { free.first().cloned() };
         let opening = if declines {
             None
         } else {
@@ -929,5 +940,68 @@ pub(crate) mod tests {
                 "{answer}"
             );
         }
+    }
+
+    #[test]
+    fn a_markdown_table_reads_as_a_ranked_list() {
+        for answer in [
+            "| Rank | Diagnosis | Supporting features |\n|---|---|---|\n| 1 | LEMS | areflexia |\n| 2 | Myasthenia gravis | ptosis |",
+            "| Diagnosis | For | Against |\n|:--|:--|:--|\n| **LEMS (most likely)** | areflexia | - |\n| MG | ptosis | no fatigue |",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(
+                reading.leading.and_then(|m| m.id).as_deref(),
+                Some("lambert_eaton"),
+                "{answer}"
+            );
+            assert_eq!(ids(&reading.differential), ["myasthenia_gravis"], "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_json_answer_is_read_by_its_keys() {
+        let (id, _, source) =
+            leading("{\"most_likely_diagnosis\": \"LEMS (paraneoplastic)\", \"differential\": [\"MG\"]}");
+        assert_eq!((id.as_deref(), source), (Some("lambert_eaton"), "label"));
+        let (id, _, source) = leading("{\"most_likely_diagnosis\": null, \"tests\": [\"CBC\"]}");
+        assert_eq!((id, source), (None, "none"));
+    }
+
+    #[test]
+    fn a_more_specific_gloss_names_the_leader() {
+        for answer in [
+            "Most likely diagnosis: myasthenia gravis (ocular myasthenia)",
+            "The picture is most suggestive of a neuromuscular junction disorder (ocular myasthenia).",
+        ] {
+            assert_eq!(
+                leading(answer).0.as_deref(),
+                Some("ocular_myasthenia"),
+                "{answer}"
+            );
+        }
+        // A broader or unrelated gloss does not.
+        let (id, _, _) =
+            leading("Most likely diagnosis: ocular myasthenia (neuromuscular junction disorder)");
+        assert_eq!(id.as_deref(), Some("ocular_myasthenia"));
+        let (id, _, _) = leading("Most likely diagnosis: LEMS (botulism)");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_cue_cut_off_before_its_diagnosis_names_nothing() {
+        for answer in [
+            "Assessment: The patient has ptosis. This is concerning for",
+            "The labs show a high CK. The most likely diagnosis is",
+        ] {
+            assert_eq!(leading(answer).2, "none", "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_not_led_by_a_free_phrase() {
+        let reading = reader().read(
+            "I cannot give a diagnosis yet. The weakness may be due to deconditioning. Please provide more history.",
+        );
+        assert!(reading.declines && reading.leading.is_none());
     }
 }

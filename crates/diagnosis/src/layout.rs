@@ -7,6 +7,10 @@
 //! next blank line or header, read as under that cue. Sentences end at `.`,
 //! `?` or `!` before a space, and at line ends; clauses end at `,` `;` `(`
 //! `)` and the answer file's clause breaks.
+//!
+//! A markdown table reads as a ranked list: its header row (the row above
+//! a `|---|` rule) heads a differential section of the rows under it, and
+//! each cell ends a phrase.
 
 use crate::cues::{Cues, Hit, Kind};
 use crate::text::{Folded, Lexicon, Token, tokens};
@@ -48,7 +52,7 @@ pub(crate) struct Layout<'a> {
 fn is_markup(character: char) -> bool {
     matches!(
         character,
-        '*' | '_' | '#' | '>' | '`' | ' ' | '\t' | '-' | '•' | '+'
+        '*' | '_' | '#' | '>' | '`' | ' ' | '\t' | '-' | '•' | '+' | '|'
     )
 }
 
@@ -88,12 +92,29 @@ impl<'a> Layout<'a> {
         let mut lines = Vec::new();
         let mut start = 0;
         let mut section = None;
-        for piece in text.split('\n') {
+        let pieces: Vec<&str> = text.split('\n').collect();
+        let is_rule = |piece: &str| {
+            piece.trim_start().starts_with('|')
+                && piece.contains('-')
+                && piece.trim().chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+        };
+        for (index, piece) in pieces.iter().enumerate() {
             let end = start + piece.len();
             let blank = piece.trim_matches(is_markup).trim().is_empty();
             let content = start + content_start(piece);
-            let header = if blank { None } else { self.header_of(content, end) };
-            if blank {
+            let table_header = piece.trim_start().starts_with('|')
+                && !is_rule(piece)
+                && pieces.get(index + 1).is_some_and(|next| is_rule(next));
+            let header = if blank {
+                None
+            } else if table_header {
+                Some(Kind::Differential)
+            } else {
+                self.header_of(content, end)
+            };
+            if is_rule(piece) {
+                // A table's rule keeps its header's section.
+            } else if blank {
                 section = None;
             } else if header.is_some() {
                 section = header;
