@@ -29,6 +29,9 @@ mod offered;
 
 /// Most content words a free-text diagnosis phrase may have.
 const PHRASE_WORDS: usize = 8;
+/// Most content words a free phrase headed by a vague noun may have and
+/// still name no disease.
+const VAGUE_WORDS: usize = 3;
 
 /// A diagnosis named in an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,6 +256,11 @@ impl Reader {
             if stops && hit.start >= start && hit.start < end {
                 end = hit.start;
             }
+            // Hedges taken off the front of a cue (`most likely` of `most
+            // likely diagnosis is X`) leave the rest of the cue, no phrase.
+            if stops && hit.start < start && hit.end > start {
+                return None;
+            }
         }
         let end = start
             + text[start..end]
@@ -295,8 +303,15 @@ impl Reader {
         if found.is_none() && text[start..end].starts_with(|c: char| c.is_ascii_digit()) {
             return None;
         }
-        let words = content_words(layout.original_text(start, end), self.ontology.lexicon()).len();
-        (found.is_some() || (1..=PHRASE_WORDS).contains(&words)).then_some(Phrase { start, end, found })
+        let words = content_words(layout.original_text(start, end), self.ontology.lexicon());
+        // A short free phrase headed by a vague noun (`a neurological
+        // condition`, `an inflammatory process`) names no disease.
+        let vague = words.len() <= VAGUE_WORDS
+            && words
+                .last()
+                .is_some_and(|head| self.cues.vague_heads.contains(head));
+        let fits = (1..=PHRASE_WORDS).contains(&words.len()) && !vague;
+        (found.is_some() || fits).then_some(Phrase { start, end, found })
     }
 
     fn lead(&self, layout: &Layout<'_>, phrase: Phrase) -> Mention {
@@ -1003,5 +1018,49 @@ pub(crate) mod tests {
             "I cannot give a diagnosis yet. The weakness may be due to deconditioning. Please provide more history.",
         );
         assert!(reading.declines && reading.leading.is_none());
+    }
+
+    #[test]
+    fn a_disease_in_an_ordering_sentence_is_its_purpose() {
+        for answer in [
+            "Check AChR antibodies for MG and a CBC.",
+            "Next steps: CT chest for LEMS, ECG.",
+            "**Workup:**\n- AChR antibodies (myasthenia gravis)\n- CBC",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.leading, None, "{answer}");
+            assert!(reading.differential.is_empty(), "{answer}");
+        }
+        // A differential cue in the sentence still offers.
+        let reading = reader().read("Order a CBC; consider LEMS.");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+    }
+
+    #[test]
+    fn a_vague_phrase_names_no_disease() {
+        for answer in [
+            "The most likely diagnosis is a neurological condition.",
+            "Diagnosis: an inflammatory process.",
+            "Most likely an underlying systemic illness.",
+        ] {
+            assert_eq!(leading(answer).0, None, "{answer}");
+            assert_eq!(leading(answer).1, None, "{answer}");
+        }
+        let (_, text, _) = leading("Diagnosis: Kawasaki disease.");
+        assert_eq!(text.as_deref(), Some("Kawasaki disease"));
+    }
+
+    #[test]
+    fn more_refusals_commit_to_nothing() {
+        for answer in [
+            "I don't have enough information to say. An ECG and a CBC would help.",
+            "Without more information it is hard to say; please send the labs.",
+            "I'm not sure. It is difficult to say without an exam.",
+            "I am not in a position to name a diagnosis.",
+        ] {
+            let reading = reader().read(answer);
+            assert!(reading.declines, "{answer}");
+            assert_eq!(reading.leading, None, "{answer}");
+        }
     }
 }

@@ -46,6 +46,7 @@ struct RawCues {
     list_separators: Vec<String>,
     stop_words: Vec<String>,
     qualifiers: Vec<String>,
+    vague_heads: Vec<String>,
     spellings: BTreeMap<String, String>,
 }
 
@@ -101,6 +102,9 @@ pub(crate) struct Cues {
     /// Labels that head a section of any content (`assessment`): they name
     /// the leader only when no other label does.
     pub section_labels: HashSet<String>,
+    /// Nouns that name no disease at the head of a short free phrase (`a
+    /// neurological condition`), as canonical words.
+    pub vague_heads: HashSet<String>,
     pub lexicon: Lexicon,
 }
 
@@ -208,8 +212,14 @@ impl Cues {
             qualifiers,
             ..lexicon
         };
+        let vague_heads = raw
+            .vague_heads
+            .iter()
+            .flat_map(|head| words(head, &lexicon))
+            .collect();
         Ok(Self {
             structural,
+            vague_heads,
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,

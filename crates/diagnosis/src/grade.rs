@@ -446,6 +446,8 @@ mod tests {
             "Most likely LEMS. Myasthenia gravis is less likely because the ptosis does not fatigue.",
             "Final diagnosis: LEMS. MG is less likely given the areflexia.",
             "Primary diagnosis: LEMS. The picture goes beyond myasthenia gravis because of the autonomic signs.",
+            "Diagnosis: LEMS. Myasthenia gravis does not explain the areflexia.",
+            "Most likely LEMS; myasthenia gravis can be excluded clinically.",
         ] {
             assert_eq!(graded(answer, "Myasthenia gravis"), Grade::Wrong, "{answer}");
         }

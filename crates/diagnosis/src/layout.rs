@@ -284,7 +284,9 @@ impl<'a> Layout<'a> {
     }
 
     /// Whether a span is a test's purpose: the nearest structural cue before
-    /// it in its sentence is a purpose cue (`to rule out X, Y and Z`).
+    /// it in its sentence is a purpose cue (`to rule out X, Y and Z`), or it
+    /// sits in an ordering sentence or section with no such cue before it
+    /// (`check AChR antibodies for MG`, `Next steps: CT chest for thymoma`).
     pub fn is_purpose(&self, start: usize) -> bool {
         let (sentence_start, _) = self.sentence_of(start);
         self.hits
@@ -302,7 +304,7 @@ impl<'a> Layout<'a> {
                         | Kind::History
                 )
             })
-            .is_some_and(|hit| hit.kind == Kind::Purpose)
+            .map_or_else(|| self.is_ordering(start), |hit| hit.kind == Kind::Purpose)
     }
 
     /// Whether a span sits in a sentence or section that orders tests.
