@@ -393,7 +393,11 @@ impl Reader {
             let (_, sentence_end) = layout.sentence_of(start + 1);
             let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
             if let Some(phrase) = inline {
-                if phrase.found.is_none() && self.opens_narrative(&text[phrase.start..phrase.end]) {
+                // A restated case or a diagnosis the label's own sentence
+                // rules out (`Diagnosis: MG is unlikely; ...`) is no leader.
+                let narrative =
+                    phrase.found.is_none() && self.opens_narrative(&text[phrase.start..phrase.end]);
+                if narrative || layout.is_ruled_out(phrase.start, phrase.end) {
                     return None;
                 }
                 return Some((self.lead(layout, phrase), "label"));
@@ -907,6 +911,7 @@ pub(crate) mod tests {
             "I cannot make a definitive diagnosis without antibodies, but the picture is most suggestive of LEMS.",
             "A definitive diagnosis cannot be made yet; the findings are most consistent with LEMS.",
             "I can't determine this for certain. Most likely LEMS.",
+            "We cannot make a definitive diagnosis at this time, but LEMS is the leading consideration.",
         ] {
             assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
         }
@@ -1057,10 +1062,30 @@ pub(crate) mod tests {
             "Without more information it is hard to say; please send the labs.",
             "I'm not sure. It is difficult to say without an exam.",
             "I am not in a position to name a diagnosis.",
+            "Diagnosis: unclear at this time. Send a CBC.",
+            "I'd rather not guess. Get an ECG.",
         ] {
             let reading = reader().read(answer);
             assert!(reading.declines, "{answer}");
             assert_eq!(reading.leading, None, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_labelled_diagnosis_its_sentence_rules_out_does_not_lead() {
+        let (id, _, _) = leading(
+            "Diagnosis: myasthenia gravis is unlikely given the normal antibodies; the most likely diagnosis is LEMS.",
+        );
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn an_opening_that_describes_the_case_does_not_lead() {
+        for answer in [
+            "The presentation is nonspecific. Possible causes include LEMS or botulism.",
+            "Symptoms began a month ago. LEMS is the leading consideration.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
         }
     }
 }
