@@ -217,7 +217,7 @@ impl Reader {
         }
         let mut end = limit;
         let mut from = start;
-        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '|', '\n']) {
+        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '|', '>', '\n']) {
             let at = from + index;
             // A parenthesis inside a name (`Epidermoid (epidermal inclusion)
             // cyst`) is skipped when a word follows it.
@@ -296,6 +296,35 @@ impl Reader {
                     found = gloss;
                     end = close + 1;
                 }
+            }
+        }
+        // A category specified right after it (`neuromuscular junction
+        // disorder, most likely myasthenia gravis`) names the more specific.
+        if let Some(general) = found {
+            let mut next = end;
+            loop {
+                let rest = &text[next..limit];
+                let trimmed = rest.trim_start_matches([' ', ',', '-', ':', '(']);
+                next += rest.len() - trimmed.len();
+                let hedge = self.cues.hedges.iter().find(|hedge| {
+                    trimmed.starts_with(hedge.as_str()) && trimmed[hedge.len()..].starts_with(' ')
+                });
+                match hedge {
+                    Some(hedge) => next += hedge.len(),
+                    None => break,
+                }
+            }
+            let general_id = &self.ontology.entry(general.entry).id;
+            let specific = offered.iter().copied().find(|f| {
+                f.start == next
+                    && f.end <= limit
+                    && self
+                        .ontology
+                        .is_broader(general_id, &self.ontology.entry(f.entry).id)
+            });
+            if let Some(specific) = specific {
+                found = Some(specific);
+                end = specific.end;
             }
         }
         // A free phrase that opens with a number is an age or a count
@@ -418,6 +447,27 @@ impl Reader {
         None
     }
 
+    /// Whether a span is only offered as still to be excluded (`rule out
+    /// X`, `r/o X vs Y`).
+    fn is_to_exclude(&self, layout: &Layout<'_>, start: usize) -> bool {
+        // A list separator (`r/o X vs Y`) continues the cue before it.
+        let mut position = start;
+        while let Some(hit) = layout.nearest_cue(position) {
+            let separator = layout
+                .hits_in(Kind::ListSeparator, hit.start, hit.end)
+                .any(|other| other.start == hit.start && other.end == hit.end);
+            if !separator {
+                return hit.kind == Kind::Differential
+                    && self
+                        .cues
+                        .to_exclude
+                        .contains(&layout.folded.text[hit.start..hit.end]);
+            }
+            position = hit.start;
+        }
+        false
+    }
+
     /// Whether an unlabelled phrase names a test (`an ECG could be
     /// considered`): workup, not a diagnosis.
     pub(super) fn names_test(&self, layout: &Layout<'_>, phrase: &Phrase) -> bool {
@@ -524,6 +574,7 @@ impl Reader {
             .iter()
             .filter(|f| !declines || layout.is_offered_by_cue(f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
+            .filter(|f| !self.is_to_exclude(layout, f.start))
             .find(|f| !layout.is_ordering(f.start))
             .map(|f| {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
@@ -1087,5 +1138,69 @@ pub(crate) mod tests {
         ] {
             assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
         }
+    }
+
+    #[test]
+    fn a_disease_only_to_be_excluded_does_not_lead() {
+        for answer in [
+            "Rule out LEMS.",
+            "r/o LEMS vs botulism. CBC, ECG.",
+            "We need to rule out LEMS first.",
+            "Must exclude botulism.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.leading, None, "{answer}");
+            assert!(!reading.differential.is_empty(), "{answer}");
+        }
+    }
+
+    #[test]
+    fn committing_phrasings_name_the_leader() {
+        for answer in [
+            "I would go with LEMS.",
+            "My best guess is LEMS, though MG is possible.",
+            "Top pick: LEMS. Runner-up: MG.",
+            "Leading: LEMS\nAlso consider: MG, botulism",
+            "I lean towards LEMS given the areflexia.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_ranking_is_led_by_its_first_item() {
+        for answer in [
+            "LEMS > MG > botulism",
+            "Differential (in order): LEMS, MG, botulism",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(
+                reading.leading.and_then(|m| m.id).as_deref(),
+                Some("lambert_eaton"),
+                "{answer}"
+            );
+            assert_eq!(
+                ids(&reading.differential),
+                ["myasthenia_gravis", "botulism"],
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_category_specified_after_it_names_the_specific() {
+        for answer in [
+            "Diagnosis: neuromuscular junction disorder, most likely myasthenia gravis.",
+            "Neuromuscular junction disorder - probably myasthenia gravis.",
+        ] {
+            assert_eq!(
+                leading(answer).0.as_deref(),
+                Some("myasthenia_gravis"),
+                "{answer}"
+            );
+        }
+        // An unrelated diagnosis after a comma is not a specification.
+        let (id, _, _) = leading("Diagnosis: LEMS, likely botulism exposure too.");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
     }
 }

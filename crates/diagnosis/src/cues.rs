@@ -26,6 +26,7 @@ struct RawCues {
     leading_openers: Vec<String>,
     leading_backward: Vec<String>,
     differential: Vec<String>,
+    to_exclude: Vec<String>,
     differential_backward: Vec<String>,
     label_links: Vec<String>,
     narrative_starts: Vec<String>,
@@ -105,6 +106,9 @@ pub(crate) struct Cues {
     /// Nouns that name no disease at the head of a short free phrase (`a
     /// neurological condition`), as canonical words.
     pub vague_heads: HashSet<String>,
+    /// Differential cues of a diagnosis still to be excluded (`rule out
+    /// X`): it is offered but never leads.
+    pub to_exclude: HashSet<String>,
     pub lexicon: Lexicon,
 }
 
@@ -128,7 +132,7 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 22] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 23] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
             ("final_labels", Kind::Label, &raw.final_labels, true),
             ("section_labels", Kind::Label, &raw.section_labels, true),
@@ -146,6 +150,7 @@ impl Cues {
                 true,
             ),
             ("differential", Kind::Differential, &raw.differential, true),
+            ("to_exclude", Kind::Differential, &raw.to_exclude, true),
             (
                 "differential_backward",
                 Kind::DifferentialBackward,
@@ -220,6 +225,7 @@ impl Cues {
         Ok(Self {
             structural,
             vague_heads,
+            to_exclude: raw.to_exclude.iter().map(|cue| cue.trim().to_string()).collect(),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,
@@ -257,8 +263,17 @@ impl Cues {
                 kept.push(hit);
             }
         }
+        let inert: Vec<Hit> = kept
+            .iter()
+            .copied()
+            .filter(|hit| hit.kind == Kind::Inert)
+            .collect();
         kept.retain(|hit| hit.kind != Kind::Inert);
-        kept.extend(find_all(&self.independent, text));
+        kept.extend(find_all(&self.independent, text).into_iter().filter(|hit| {
+            !inert
+                .iter()
+                .any(|other| hit.start < other.end && other.start < hit.end)
+        }));
         kept.sort_by_key(|hit| (hit.start, hit.end));
         kept.dedup();
         kept
@@ -345,6 +360,10 @@ pub(crate) mod tests {
     #[test]
     fn an_inert_phrase_hides_the_cue_it_overlaps() {
         assert!(kinds("a biopsy may be required").is_empty());
+        assert_eq!(
+            kinds("differential (in order): lems"),
+            [(Kind::Differential, "differential".to_string())]
+        );
         assert_eq!(
             kinds("lems may be the cause"),
             [(Kind::Differential, "may be".to_string())]

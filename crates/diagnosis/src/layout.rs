@@ -288,6 +288,13 @@ impl<'a> Layout<'a> {
     /// sits in an ordering sentence or section with no such cue before it
     /// (`check AChR antibodies for MG`, `Next steps: CT chest for thymoma`).
     pub fn is_purpose(&self, start: usize) -> bool {
+        self.nearest_cue(start)
+            .map_or_else(|| self.is_ordering(start), |hit| hit.kind == Kind::Purpose)
+    }
+
+    /// The nearest forward-scoping structural cue before a span in its
+    /// sentence.
+    pub fn nearest_cue(&self, start: usize) -> Option<&Hit> {
         let (sentence_start, _) = self.sentence_of(start);
         self.hits
             .iter()
@@ -304,7 +311,6 @@ impl<'a> Layout<'a> {
                         | Kind::History
                 )
             })
-            .map_or_else(|| self.is_ordering(start), |hit| hit.kind == Kind::Purpose)
     }
 
     /// Whether a span sits in a sentence or section that orders tests.
