@@ -16,6 +16,15 @@
 //! label or cue, minus hedges (`probably`) and trailing reasons (`given ...`),
 //! becomes a free-text mention (`id: None`). Mentions that are ruled out or
 //! restate history (`known Crohn disease`) are never offered.
+//!
+//! A disease named only as a test's purpose (`order TSH to rule out
+//! hypothyroidism`, `check AChR antibodies for MG`, a `Next steps:` section)
+//! is neither offered nor leading; one only to be excluded (`rule out X`) is
+//! offered but never leads. Of several labels, a final one (`Final
+//! diagnosis:`) outranks a diagnosis label, which outranks a section heading
+//! (`## Assessment`). An answer that declines (`cannot make a definitive
+//! diagnosis`) is led only by a diagnosis a cue still names (`most suggestive
+//! of X`, `X is the leading consideration`) or offers.
 
 use std::path::Path;
 
@@ -23,15 +32,13 @@ use crate::cues::{Cues, Kind};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ontology::{Found, Ontology};
-use crate::text::content_words;
 
+/// Reading the leader a label names.
+mod label;
+/// What an answer offers besides its leader.
 mod offered;
-
-/// Most content words a free-text diagnosis phrase may have.
-const PHRASE_WORDS: usize = 8;
-/// Most content words a free phrase headed by a vague noun may have and
-/// still name no disease.
-const VAGUE_WORDS: usize = 3;
+/// Reading the diagnosis phrase at a position.
+mod phrase;
 
 /// A diagnosis named in an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,7 +186,13 @@ impl Reader {
         }
     }
 
-    fn mention(&self, layout: &Layout<'_>, start: usize, end: usize, found: Option<Found>) -> Mention {
+    pub(super) fn mention(
+        &self,
+        layout: &Layout<'_>,
+        start: usize,
+        end: usize,
+        found: Option<Found>,
+    ) -> Mention {
         Mention {
             id: found.map(|f| self.ontology.entry(f.entry).id.clone()),
             text: layout.original_text(start, end).trim().to_string(),
@@ -188,263 +201,8 @@ impl Reader {
         }
     }
 
-    /// The diagnosis phrase starting at `start` (folded), up to `limit`: past
-    /// hedges and markup, ended at a phrase end, list separator or clause
-    /// punctuation; with the first offered ontology entry inside it.
-    fn phrase_at(
-        &self,
-        layout: &Layout<'_>,
-        start: usize,
-        limit: usize,
-        offered: &[Found],
-    ) -> Option<Phrase> {
-        let text = &layout.folded.text;
-        let mut start = start;
-        loop {
-            let rest = &text[start..limit];
-            let trimmed = rest.trim_start_matches(|c: char| {
-                c.is_whitespace() || matches!(c, ':' | '*' | '_' | '#' | '-' | '"' | '`' | '>')
-            });
-            start += rest.len() - trimmed.len();
-            let hedge = self.cues.hedges.iter().find(|hedge| {
-                trimmed.starts_with(hedge.as_str())
-                    && trimmed[hedge.len()..].starts_with(|c: char| !c.is_alphanumeric())
-            });
-            match hedge {
-                Some(hedge) => start += hedge.len(),
-                None => break,
-            }
-        }
-        let mut end = limit;
-        let mut from = start;
-        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '|', '>', '\n']) {
-            let at = from + index;
-            // A parenthesis inside a name (`Epidermoid (epidermal inclusion)
-            // cyst`) is skipped when a word follows it.
-            let closing = text[at..limit].find(')').map(|offset| at + offset + 1);
-            let continues = closing.is_some_and(|close| {
-                text[close..limit].starts_with(' ')
-                    && text[close..limit]
-                        .trim_start()
-                        .starts_with(|c: char| c.is_alphanumeric())
-            });
-            match closing {
-                Some(close) if text.as_bytes()[at] == b'(' && continues => from = close,
-                _ => {
-                    end = at;
-                    break;
-                }
-            }
-        }
-        for hit in &layout.hits {
-            if matches!(hit.kind, Kind::PhraseEnd | Kind::ListSeparator)
-                && hit.start >= start
-                && hit.start < end
-            {
-                end = hit.start;
-            }
-        }
-        if let Some(index) = text[start..end].find(" - ") {
-            end = start + index;
-        }
-        // A cue ends the phrase; a phrase that starts with one is none.
-        for hit in &layout.hits {
-            let stops = !matches!(
-                hit.kind,
-                Kind::Negation | Kind::ClauseBreak | Kind::ListSeparator | Kind::PhraseEnd | Kind::Escalation
-            );
-            if stops && hit.start >= start && hit.start < end {
-                end = hit.start;
-            }
-            // Hedges taken off the front of a cue (`most likely` of `most
-            // likely diagnosis is X`) leave the rest of the cue, no phrase.
-            if stops && hit.start < start && hit.end > start {
-                return None;
-            }
-        }
-        let end = start
-            + text[start..end]
-                .trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')')
-                .len();
-        if end <= start {
-            return None;
-        }
-        let mut end = end;
-        let mut found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
-        // A name the ontology does not know, glossed by one it does in a
-        // bracket (`Löfgren syndrome (acute sarcoidosis)`), is read as the
-        // gloss, and so is a known name glossed by a more specific one
-        // (`lymphoplasmacytic lymphoma (Waldenström macroglobulinemia)`); a
-        // bracket listing findings (`(AIDS, CD4 36)`) is not a gloss.
-        let general = found.map(|f| &self.ontology.entry(f.entry).id);
-        let narrower = |gloss: &Found| {
-            general.is_none_or(|id| self.ontology.is_broader(id, &self.ontology.entry(gloss.entry).id))
-        };
-        {
-            let rest = &text[end..limit];
-            let open = end + (rest.len() - rest.trim_start().len());
-            if text[open..limit].starts_with('(')
-                && let Some(close) = text[open..limit].find(')').map(|offset| open + offset)
-                && !text[open..close].contains([',', ';'])
-            {
-                let gloss = offered
-                    .iter()
-                    .copied()
-                    .find(|f| f.start > open && f.end <= close)
-                    .filter(narrower);
-                if gloss.is_some() {
-                    found = gloss;
-                    end = close + 1;
-                }
-            }
-        }
-        // A category specified right after it (`neuromuscular junction
-        // disorder, most likely myasthenia gravis`) names the more specific.
-        if let Some(general) = found {
-            let mut next = end;
-            loop {
-                let rest = &text[next..limit];
-                let trimmed = rest.trim_start_matches([' ', ',', '-', ':', '(']);
-                next += rest.len() - trimmed.len();
-                let hedge = self.cues.hedges.iter().find(|hedge| {
-                    trimmed.starts_with(hedge.as_str()) && trimmed[hedge.len()..].starts_with(' ')
-                });
-                match hedge {
-                    Some(hedge) => next += hedge.len(),
-                    None => break,
-                }
-            }
-            let general_id = &self.ontology.entry(general.entry).id;
-            let specific = offered.iter().copied().find(|f| {
-                f.start == next
-                    && f.end <= limit
-                    && self
-                        .ontology
-                        .is_broader(general_id, &self.ontology.entry(f.entry).id)
-            });
-            if let Some(specific) = specific {
-                found = Some(specific);
-                end = specific.end;
-            }
-        }
-        // A free phrase that opens with a number is an age or a count
-        // (`34F with ptosis`), not a diagnosis.
-        if found.is_none() && text[start..end].starts_with(|c: char| c.is_ascii_digit()) {
-            return None;
-        }
-        let words = content_words(layout.original_text(start, end), self.ontology.lexicon());
-        // A short free phrase headed by a vague noun (`a neurological
-        // condition`, `an inflammatory process`) names no disease.
-        let vague = words.len() <= VAGUE_WORDS
-            && words
-                .last()
-                .is_some_and(|head| self.cues.vague_heads.contains(head));
-        let fits = (1..=PHRASE_WORDS).contains(&words.len()) && !vague;
-        (found.is_some() || fits).then_some(Phrase { start, end, found })
-    }
-
-    fn lead(&self, layout: &Layout<'_>, phrase: Phrase) -> Mention {
+    pub(super) fn lead(&self, layout: &Layout<'_>, phrase: Phrase) -> Mention {
         self.mention(layout, phrase.start, phrase.end, phrase.found)
-    }
-
-    /// How a label ranks: a final label (`final diagnosis`) above a
-    /// diagnosis label (`most likely diagnosis`) above a section label
-    /// (`assessment`).
-    fn label_rank(&self, layout: &Layout<'_>, start: usize, end: usize) -> u8 {
-        let written = &layout.folded.text[start..end];
-        if self.cues.final_labels.contains(written) {
-            2
-        } else if self.cues.section_labels.contains(written) {
-            0
-        } else {
-            1
-        }
-    }
-
-    /// Step 1: a label followed by a colon or dash (or a label ending `is`);
-    /// of several, the highest ranked, then the first. A label in a question
-    /// (`Most likely diagnosis?`) or before a restated case (`Assessment: the
-    /// patient is ...`) names nothing.
-    fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
-        let mut best: Option<(u8, Mention, &'static str)> = None;
-        for hit in &layout.hits {
-            if layout.is_question(hit.start) {
-                continue;
-            }
-            let Some((mention, source)) = self.label_at(layout, hit, offered) else {
-                continue;
-            };
-            let rank = self.label_rank(layout, hit.start, hit.end);
-            if best.as_ref().is_none_or(|(best_rank, _, _)| rank > *best_rank) {
-                best = Some((rank, mention, source));
-            }
-        }
-        match best {
-            Some((_, mention, source)) => (Some(mention), source),
-            None => (None, "none"),
-        }
-    }
-
-    /// The leader a label hit names, inline or on the next line.
-    fn label_at(
-        &self,
-        layout: &Layout<'_>,
-        hit: &crate::cues::Hit,
-        offered: &[Found],
-    ) -> Option<(Mention, &'static str)> {
-        let text = &layout.folded.text;
-        {
-            let line = layout.line_of(hit.start);
-            let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')', '"']);
-            let heading = hit.kind == Kind::LeadingForward
-                && after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty()
-                && layout.words_between(line.content, hit.start) == 0;
-            if hit.kind != Kind::Label && !heading {
-                return None;
-            }
-            let link = self
-                .cues
-                .label_links
-                .iter()
-                .find(|link| after.starts_with(link.as_str()) && after[link.len()..].starts_with(' '));
-            let labelled = after.is_empty()
-                || after.starts_with([':', '-', '='])
-                || link.is_some()
-                || text[hit.start..hit.end].ends_with(" is");
-            // A label linked by a word (`..., the most likely diagnosis is
-            // X`) may sit anywhere in its clause; one before a colon opens it.
-            let (clause_start, _) = layout.clause_of(hit.start);
-            let deep = layout.words_between(clause_start, hit.start) > 3 && link.is_none();
-            if !labelled || layout.is_negated(hit) || deep {
-                return None;
-            }
-            let start = line.end - after.len() + link.map_or(0, String::len);
-            let (_, sentence_end) = layout.sentence_of(start + 1);
-            let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
-            if let Some(phrase) = inline {
-                // A restated case or a diagnosis the label's own sentence
-                // rules out (`Diagnosis: MG is unlikely; ...`) is no leader.
-                let narrative =
-                    phrase.found.is_none() && self.opens_narrative(&text[phrase.start..phrase.end]);
-                if narrative || layout.is_ruled_out(phrase.start, phrase.end) {
-                    return None;
-                }
-                return Some((self.lead(layout, phrase), "label"));
-            }
-            if after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
-                let next = layout
-                    .lines
-                    .iter()
-                    .find(|next| next.start > line.end && !next.blank);
-                if let Some(next) = next {
-                    let (_, end) = layout.sentence_of(next.content);
-                    if let Some(phrase) = self.phrase_at(layout, next.content, end, offered) {
-                        return Some((self.lead(layout, phrase), "heading"));
-                    }
-                }
-            }
-        }
-        None
     }
 
     /// Whether a span is only offered as still to be excluded (`rule out
@@ -468,17 +226,8 @@ impl Reader {
         false
     }
 
-    /// Whether an unlabelled phrase names a test (`an ECG could be
-    /// considered`): workup, not a diagnosis.
-    pub(super) fn names_test(&self, layout: &Layout<'_>, phrase: &Phrase) -> bool {
-        !self
-            .ontology
-            .tests_in(layout.original_text(phrase.start, phrase.end))
-            .is_empty()
-    }
-
     /// Whether folded text opens with a narrative word (`patient is ...`).
-    fn opens_narrative(&self, opening: &str) -> bool {
+    pub(super) fn opens_narrative(&self, opening: &str) -> bool {
         self.cues.narrative_starts.iter().any(|word| {
             opening.starts_with(word.as_str())
                 && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
@@ -663,7 +412,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn leading(answer: &str) -> (Option<String>, Option<String>, &'static str) {
+    pub(crate) fn leading(answer: &str) -> (Option<String>, Option<String>, &'static str) {
         let reading = reader().read(answer);
         let lead = reading.leading;
         (
@@ -673,7 +422,7 @@ pub(crate) mod tests {
         )
     }
 
-    fn ids(mentions: &[Mention]) -> Vec<String> {
+    pub(crate) fn ids(mentions: &[Mention]) -> Vec<String> {
         mentions.iter().filter_map(|mention| mention.id.clone()).collect()
     }
 
@@ -901,44 +650,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_final_label_outranks_a_section_heading_and_earlier_labels() {
-        for answer in [
-            "### Assessment\nYoung woman with fatigable ptosis.\n\n**Final Diagnosis:** LEMS\n\n### Differential\n1. MG",
-            "Most likely diagnosis: MG\nDifferential: botulism\nFinal diagnosis: LEMS",
-            "1. MG - fatigable ptosis\n2. Botulism\n3. LEMS\n\nFinal answer: LEMS",
-            "## Impression\nDashboard injury; ptosis.\n\nDiagnosis: LEMS",
-        ] {
-            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
-        }
-        // A section heading still names the leader when no label does.
-        assert_eq!(
-            leading("## Assessment\nBotulism\n").0.as_deref(),
-            Some("botulism")
-        );
-    }
-
-    #[test]
-    fn a_label_in_a_question_or_before_a_restated_case_names_nothing() {
-        for answer in [
-            "Most likely diagnosis? The patient is 45 with ptosis. I need more information.",
-            "Assessment: The patient is a 20 year old male with ptosis and diplopia.",
-            "What is the most likely diagnosis? More history is needed first.",
-        ] {
-            assert_eq!(leading(answer).2, "none", "{answer}");
-        }
-    }
-
-    #[test]
-    fn a_linked_label_may_follow_a_preamble() {
-        for answer in [
-            "Based on the fatigable ptosis, diplopia and proximal weakness that improves with rest, the most likely diagnosis is LEMS.",
-            "Thank you for the case. Given the autonomic signs, areflexia and a smoking history, my leading concern is LEMS.",
-        ] {
-            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
-        }
-    }
-
-    #[test]
     fn a_test_purpose_is_no_diagnosis() {
         for answer in [
             "Order AChR antibodies to rule out myasthenia gravis and a CBC.",
@@ -997,23 +708,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn labels_in_other_languages_name_the_leader() {
-        for answer in [
-            "Verdachtsdiagnose: LEMS.\nDifferentialdiagnosen: Botulismus.",
-            "Diagnóstico más probable: LEMS.\nDiagnóstico diferencial: botulismo.",
-            "Diagnostic le plus probable : LEMS.\nDiagnostics différentiels : botulisme.",
-            "Impresión diagnóstica: LEMS.",
-        ] {
-            let (id, _, source) = leading(answer);
-            assert_eq!(
-                (id.as_deref(), source),
-                (Some("lambert_eaton"), "label"),
-                "{answer}"
-            );
-        }
-    }
-
-    #[test]
     fn a_markdown_table_reads_as_a_ranked_list() {
         for answer in [
             "| Rank | Diagnosis | Supporting features |\n|---|---|---|\n| 1 | LEMS | areflexia |\n| 2 | Myasthenia gravis | ptosis |",
@@ -1026,45 +720,6 @@ pub(crate) mod tests {
                 "{answer}"
             );
             assert_eq!(ids(&reading.differential), ["myasthenia_gravis"], "{answer}");
-        }
-    }
-
-    #[test]
-    fn a_json_answer_is_read_by_its_keys() {
-        let (id, _, source) =
-            leading("{\"most_likely_diagnosis\": \"LEMS (paraneoplastic)\", \"differential\": [\"MG\"]}");
-        assert_eq!((id.as_deref(), source), (Some("lambert_eaton"), "label"));
-        let (id, _, source) = leading("{\"most_likely_diagnosis\": null, \"tests\": [\"CBC\"]}");
-        assert_eq!((id, source), (None, "none"));
-    }
-
-    #[test]
-    fn a_more_specific_gloss_names_the_leader() {
-        for answer in [
-            "Most likely diagnosis: myasthenia gravis (ocular myasthenia)",
-            "The picture is most suggestive of a neuromuscular junction disorder (ocular myasthenia).",
-        ] {
-            assert_eq!(
-                leading(answer).0.as_deref(),
-                Some("ocular_myasthenia"),
-                "{answer}"
-            );
-        }
-        // A broader or unrelated gloss does not.
-        let (id, _, _) =
-            leading("Most likely diagnosis: ocular myasthenia (neuromuscular junction disorder)");
-        assert_eq!(id.as_deref(), Some("ocular_myasthenia"));
-        let (id, _, _) = leading("Most likely diagnosis: LEMS (botulism)");
-        assert_eq!(id.as_deref(), Some("lambert_eaton"));
-    }
-
-    #[test]
-    fn a_cue_cut_off_before_its_diagnosis_names_nothing() {
-        for answer in [
-            "Assessment: The patient has ptosis. This is concerning for",
-            "The labs show a high CK. The most likely diagnosis is",
-        ] {
-            assert_eq!(leading(answer).2, "none", "{answer}");
         }
     }
 
@@ -1093,20 +748,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_vague_phrase_names_no_disease() {
-        for answer in [
-            "The most likely diagnosis is a neurological condition.",
-            "Diagnosis: an inflammatory process.",
-            "Most likely an underlying systemic illness.",
-        ] {
-            assert_eq!(leading(answer).0, None, "{answer}");
-            assert_eq!(leading(answer).1, None, "{answer}");
-        }
-        let (_, text, _) = leading("Diagnosis: Kawasaki disease.");
-        assert_eq!(text.as_deref(), Some("Kawasaki disease"));
-    }
-
-    #[test]
     fn more_refusals_commit_to_nothing() {
         for answer in [
             "I don't have enough information to say. An ECG and a CBC would help.",
@@ -1120,14 +761,6 @@ pub(crate) mod tests {
             assert!(reading.declines, "{answer}");
             assert_eq!(reading.leading, None, "{answer}");
         }
-    }
-
-    #[test]
-    fn a_labelled_diagnosis_its_sentence_rules_out_does_not_lead() {
-        let (id, _, _) = leading(
-            "Diagnosis: myasthenia gravis is unlikely given the normal antibodies; the most likely diagnosis is LEMS.",
-        );
-        assert_eq!(id.as_deref(), Some("lambert_eaton"));
     }
 
     #[test]
@@ -1155,19 +788,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn committing_phrasings_name_the_leader() {
-        for answer in [
-            "I would go with LEMS.",
-            "My best guess is LEMS, though MG is possible.",
-            "Top pick: LEMS. Runner-up: MG.",
-            "Leading: LEMS\nAlso consider: MG, botulism",
-            "I lean towards LEMS given the areflexia.",
-        ] {
-            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
-        }
-    }
-
-    #[test]
     fn a_ranking_is_led_by_its_first_item() {
         for answer in [
             "LEMS > MG > botulism",
@@ -1185,22 +805,5 @@ pub(crate) mod tests {
                 "{answer}"
             );
         }
-    }
-
-    #[test]
-    fn a_category_specified_after_it_names_the_specific() {
-        for answer in [
-            "Diagnosis: neuromuscular junction disorder, most likely myasthenia gravis.",
-            "Neuromuscular junction disorder - probably myasthenia gravis.",
-        ] {
-            assert_eq!(
-                leading(answer).0.as_deref(),
-                Some("myasthenia_gravis"),
-                "{answer}"
-            );
-        }
-        // An unrelated diagnosis after a comma is not a specification.
-        let (id, _, _) = leading("Diagnosis: LEMS, likely botulism exposure too.");
-        assert_eq!(id.as_deref(), Some("lambert_eaton"));
     }
 }
