@@ -146,8 +146,10 @@ impl Reader {
         if leading.is_none() {
             (leading, source) = self.by_sentence(&layout, &offered, declines);
         }
-        if leading.is_none() {
-            (leading, source) = self.by_first_listed(&layout, &offered, &free, declines);
+        // A refusal commits only to what a leading cue still names; the
+        // possibilities it lists are offered, none of them leads.
+        if leading.is_none() && !declines {
+            (leading, source) = self.by_first_listed(&layout, &offered, &free);
         }
         let mut differential: Vec<Mention> = Vec::new();
         for f in &offered {
@@ -249,7 +251,11 @@ impl Reader {
                 layout.words_between(sentence_start, hit.start) == 0
             };
             let forward = hit.kind == Kind::LeadingForward || (hit.kind == Kind::LeadingOpener && opens());
+            // A cue alone in a bracket (`LEMS (favoured) vs MG`) marks what
+            // is before it.
+            let enclosed = layout.folded.text[hit.end..].trim_start().starts_with(')');
             let phrase = match hit.kind {
+                _ if forward && enclosed => self.marked(layout, hit.start, offered),
                 _ if forward => {
                     let (_, end) = layout.sentence_of(hit.end);
                     let clause_end = layout.clause_of(hit.end).1.max(hit.end);
@@ -267,6 +273,7 @@ impl Reader {
                             })),
                         None => self
                             .phrase_at(layout, hit.end, clause_end, offered)
+                            .or_else(|| self.marked(layout, hit.start, offered))
                             .or_else(|| self.backward(layout, hit.start, offered)),
                     }
                 }
@@ -291,6 +298,24 @@ impl Reader {
         }
     }
 
+    /// The diagnosis a bracketed or dashed cue right after it marks (`2. MG
+    /// (most likely)`, `LEMS - most likely`).
+    fn marked(&self, layout: &Layout<'_>, cue: usize, offered: &[Found]) -> Option<Phrase> {
+        let text = &layout.folded.text;
+        let (sentence_start, _) = layout.sentence_of(cue);
+        let before = text[sentence_start..cue]
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '(' | '[' | '*' | '_' | '-' | ':'));
+        let at = sentence_start + before.len();
+        if !text[at..cue].contains(['(', '[', '-']) {
+            return None;
+        }
+        offered.iter().copied().find(|f| f.end == at).map(|f| Phrase {
+            start: f.start,
+            end: f.end,
+            found: Some(f),
+        })
+    }
+
     /// The diagnosis a backward cue at `cue` scopes: the last offered entry
     /// before it in its clause, else the clause's phrase.
     fn backward(&self, layout: &Layout<'_>, cue: usize, offered: &[Found]) -> Option<Phrase> {
@@ -309,19 +334,17 @@ impl Reader {
         }
     }
 
-    /// Step 3: the first offered diagnosis outside an ordering sentence; with
-    /// none, a short first line or first list item that names no cue.
+    /// Step 3 (never for a refusal): the first offered diagnosis outside an
+    /// ordering sentence; with none, a short first line or first list item
+    /// that names no cue.
     fn by_first_listed(
         &self,
         layout: &Layout<'_>,
         offered: &[Found],
         free: &[Mention],
-        declines: bool,
     ) -> (Option<Mention>, &'static str) {
-        // A refusal is led only by what it offers as a possibility.
         let entry = offered
             .iter()
-            .filter(|f| !declines || layout.is_offered_by_cue(f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
             .filter(|f| !self.is_to_exclude(layout, f.start))
             .find(|f| !layout.is_ordering(f.start))
@@ -337,13 +360,8 @@ impl Reader {
                     });
                 self.lead(layout, phrase)
             });
-        // A refusal is led by no free phrase: its possibilities are named.
-        let item = if declines { None } else { free.first().cloned() };
-        let opening = if declines {
-            None
-        } else {
-            self.opening_phrase(layout, offered)
-        };
+        let item = free.first().cloned();
+        let opening = self.opening_phrase(layout, offered);
         let first = [entry, item, opening]
             .into_iter()
             .flatten()
@@ -486,12 +504,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_refusal_that_lists_possibilities_is_led_by_the_first() {
+    fn a_refusal_that_lists_possibilities_offers_them_and_leads_with_none() {
         let reading =
             reader().read("I cannot determine the diagnosis without more data; MG and LEMS are possible.");
         assert!(reading.declines);
-        assert_eq!(reading.source, "first_listed");
-        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+        assert_eq!(reading.source, "none");
+        assert_eq!(ids(&reading.differential), ["myasthenia_gravis", "lambert_eaton"]);
         let bare = reader().read("I need more information before naming a diagnosis.");
         assert!(bare.declines && bare.leading.is_none());
     }
@@ -596,14 +614,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_refusal_is_led_only_by_its_possibilities() {
+    fn a_refusal_only_offers_its_possibilities() {
         let reading = reader().read(
             "I would not name a diagnosis yet. He had botulism as a child? Possibilities include LEMS.",
         );
-        assert_eq!(
-            reading.leading.and_then(|m| m.id).as_deref(),
-            Some("lambert_eaton")
-        );
+        assert_eq!(reading.leading, None);
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
     }
 
     #[test]
@@ -804,6 +820,17 @@ pub(crate) mod tests {
                 ["myasthenia_gravis", "botulism"],
                 "{answer}"
             );
+        }
+    }
+
+    #[test]
+    fn a_bracketed_cue_marks_the_item_before_it() {
+        for answer in [
+            "Differential diagnosis:\n1. Botulism\n2. LEMS (most likely)\n3. MG",
+            "- Botulism\n- **LEMS** — most likely\n- MG",
+            "Botulism vs LEMS (favoured) vs MG",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
         }
     }
 }

@@ -467,4 +467,18 @@ mod tests {
             assert_eq!(graded(answer, "Myasthenia gravis"), Grade::None, "{answer}");
         }
     }
+
+    #[test]
+    fn a_refusal_listing_possibilities_commits_to_none_of_them() {
+        let answer = "I cannot make a diagnosis without antibodies. Possibilities include LEMS and botulism.";
+        assert_eq!(graded(answer, "Myasthenia gravis"), Grade::None);
+        assert_eq!(graded(answer, "Botulism"), Grade::Related);
+        assert_eq!(
+            graded(
+                "The answer cannot be determined, but MG should be considered.",
+                "Myasthenia gravis"
+            ),
+            Grade::Related
+        );
+    }
 }
