@@ -272,8 +272,8 @@ impl Reader {
                                 found: Some(f),
                             })),
                         None => self
-                            .phrase_at(layout, hit.end, clause_end, offered)
-                            .or_else(|| self.marked(layout, hit.start, offered))
+                            .marked(layout, hit.start, offered)
+                            .or_else(|| self.phrase_at(layout, hit.end, clause_end, offered))
                             .or_else(|| self.backward(layout, hit.start, offered)),
                     }
                 }
@@ -832,5 +832,8 @@ pub(crate) mod tests {
         ] {
             assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
         }
+        let (id, _, _) =
+            leading("1. **LEMS** - most consistent with fatigable weakness\n2. **MG** - possible");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
     }
 }

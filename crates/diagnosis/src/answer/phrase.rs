@@ -34,6 +34,22 @@ impl Reader {
                 c.is_whitespace() || matches!(c, ':' | '*' | '_' | '#' | '-' | '"' | '`' | '>')
             });
             start += rest.len() - trimmed.len();
+            // Markup tags (`<b>`, `</strong>`) are skipped like markdown.
+            let tag = trimmed
+                .strip_prefix('<')
+                .and_then(|inner| inner.find('>'))
+                .filter(|close| {
+                    *close <= 8
+                        && trimmed[1..=*close]
+                            .trim_end_matches('>')
+                            .trim_start_matches('/')
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric())
+                });
+            if let Some(close) = tag {
+                start += close + 2;
+                continue;
+            }
             let hedge = self.cues.hedges.iter().find(|hedge| {
                 trimmed.starts_with(hedge.as_str())
                     && trimmed[hedge.len()..].starts_with(|c: char| !c.is_alphanumeric())
@@ -220,6 +236,18 @@ mod tests {
         // An unrelated diagnosis after a comma is not a specification.
         let (id, _, _) = leading("Diagnosis: LEMS, likely botulism exposure too.");
         assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn markup_tags_are_skipped() {
+        for answer in [
+            "<b>Diagnosis:</b> LEMS",
+            "<strong>Most likely diagnosis:</strong> <i>LEMS</i>",
+        ] {
+            let (id, text, _) = leading(answer);
+            assert_eq!(id.as_deref(), Some("lambert_eaton"), "{answer}");
+            assert!(text.is_some_and(|text| text.starts_with("LEMS")), "{answer}");
+        }
     }
 
     #[test]
