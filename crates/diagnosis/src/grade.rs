@@ -448,6 +448,9 @@ mod tests {
             "Primary diagnosis: LEMS. The picture goes beyond myasthenia gravis because of the autonomic signs.",
             "Diagnosis: LEMS. Myasthenia gravis does not explain the areflexia.",
             "Most likely LEMS; myasthenia gravis can be excluded clinically.",
+            "Most likely LEMS. Myasthenia gravis seems less likely given the areflexia.",
+            "Diagnosis: LEMS. MG is effectively excluded by the negative antibodies.",
+            "Diagnosis: LEMS. MG was considered and rejected.",
         ] {
             assert_eq!(graded(answer, "Myasthenia gravis"), Grade::Wrong, "{answer}");
         }
