@@ -673,6 +673,9 @@ pub(crate) mod tests {
             "An ECG could be considered to rule out stroke.",
             "Send AChR antibodies; they can help confirm myasthenia gravis.",
             "Get an ECG to look for LEMS.",
+            "Screen for myasthenia gravis with AChR antibodies.",
+            "The next step is an ice pack test, which would help diagnose myasthenia gravis.",
+            "Evaluation should include AChR antibodies, which are positive in most patients with MG.",
         ] {
             let reading = reader().read(answer);
             assert_eq!(reading.leading, None, "{answer}");
@@ -704,6 +707,7 @@ pub(crate) mod tests {
             "need more info — cant say yet. check cbc, ecg.",
             "The baby has a rash. The rash is red. The baby needs to see a doctor.",
             "No diagnosis is possible yet. Tests: CBC, ECG.",
+            "Initial tests: CBC, ECG. Neurology referral.",
             "The most likely diagnosis is to be determined. Tests: CBC.",
         ] {
             assert_eq!(leading(answer).2, "none", "{answer}");

@@ -106,6 +106,12 @@ impl Reader {
                 return None;
             }
         }
+        // A free phrase an ordering cue ends (`Initial tests: ...`, `Further
+        // workup`) heads workup, not a diagnosis.
+        let ordered = layout
+            .hits
+            .iter()
+            .any(|hit| hit.kind == Kind::Order && hit.start == end);
         let end = start
             + text[start..end]
                 .trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')')
@@ -173,7 +179,7 @@ impl Reader {
         }
         // A free phrase that opens with a number is an age or a count
         // (`34F with ptosis`), not a diagnosis.
-        if found.is_none() && text[start..end].starts_with(|c: char| c.is_ascii_digit()) {
+        if found.is_none() && (ordered || text[start..end].starts_with(|c: char| c.is_ascii_digit())) {
             return None;
         }
         let words = content_words(layout.original_text(start, end), self.ontology.lexicon());
