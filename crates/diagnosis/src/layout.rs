@@ -63,7 +63,7 @@ fn content_start(line: &str) -> usize {
     let digits = trimmed.len() - trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     if digits > 0 && digits <= 2 {
         let rest = &trimmed[digits..];
-        if rest.starts_with('.') || rest.starts_with(')') {
+        if rest.starts_with(['.', ')', ':']) {
             let after = &rest[1..];
             offset += digits + 1 + (after.len() - after.trim_start_matches(is_markup).len());
         }
@@ -381,6 +381,7 @@ mod tests {
         assert_eq!(content_start("  1. **MG**"), 7);
         assert_eq!(content_start("- LEMS"), 2);
         assert_eq!(content_start("12 mg"), 0);
+        assert_eq!(content_start("#1: LEMS"), 4);
     }
 
     #[test]

@@ -135,7 +135,8 @@ impl Reader {
             let open = end + (rest.len() - rest.trim_start().len());
             if text[open..limit].starts_with('(')
                 && let Some(close) = text[open..limit].find(')').map(|offset| open + offset)
-                && !text[open..close].contains([',', ';'])
+                && !text[open..close].contains([',', ';', '/'])
+                && layout.hits_in(Kind::ListSeparator, open, close).next().is_none()
             {
                 let gloss = offered
                     .iter()
@@ -172,7 +173,16 @@ impl Reader {
                         .ontology
                         .is_broader(general_id, &self.ontology.entry(f.entry).id)
             });
-            if let Some(specific) = specific {
+            // One of several (`NMJ disorder - MG or LEMS`) specifies nothing.
+            let listed = |specific: &Found| {
+                let after = text[specific.end..limit].trim_start();
+                let at = limit - after.len();
+                after.starts_with([',', '/'])
+                    || layout
+                        .hits_in(Kind::ListSeparator, at, limit)
+                        .any(|hit| hit.start == at)
+            };
+            if let Some(specific) = specific.filter(|specific| !listed(specific)) {
                 found = Some(specific);
                 end = specific.end;
             }
@@ -236,6 +246,17 @@ mod tests {
             assert_eq!(
                 leading(answer).0.as_deref(),
                 Some("myasthenia_gravis"),
+                "{answer}"
+            );
+        }
+        // One of several is no specification, in a bracket or after a dash.
+        for answer in [
+            "Diagnosis: neuromuscular junction disorder (myasthenia gravis vs LEMS)",
+            "Diagnosis: neuromuscular junction disorder - myasthenia gravis or LEMS",
+        ] {
+            assert_eq!(
+                leading(answer).0.as_deref(),
+                Some("neuromuscular_junction_disorder"),
                 "{answer}"
             );
         }
