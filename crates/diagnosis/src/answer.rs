@@ -245,6 +245,8 @@ impl Reader {
         declines: bool,
     ) -> (Option<Mention>, &'static str) {
         let mut free = None;
+        let mut first = None;
+        let mut concluded = None;
         for hit in layout.hits.iter().filter(|hit| !layout.is_question(hit.start)) {
             let opens = || {
                 let (sentence_start, _) = layout.sentence_of(hit.start);
@@ -282,7 +284,14 @@ impl Reader {
             };
             let Some(phrase) = phrase else { continue };
             if phrase.found.is_some() {
-                return (Some(self.lead(layout, phrase)), "sentence");
+                // The first entry a cue names leads, unless a later sentence
+                // concludes (`Therefore, this is most consistent with X`).
+                if self.concludes(layout, hit.start) {
+                    concluded = Some(phrase);
+                } else if first.is_none() {
+                    first = Some(phrase);
+                }
+                continue;
             }
             let written = &layout.folded.text[phrase.start..phrase.end];
             let alarm = layout.hits.iter().any(|hit| {
@@ -292,10 +301,22 @@ impl Reader {
                 free = Some(phrase);
             }
         }
-        match free {
+        match concluded.or(first).or(free) {
             Some(phrase) => (Some(self.lead(layout, phrase)), "sentence"),
             None => (None, "none"),
         }
+    }
+
+    /// Whether the sentence at `position` opens with a conclusion marker
+    /// (`Therefore`, `In summary`, `Putting it all together`).
+    fn concludes(&self, layout: &Layout<'_>, position: usize) -> bool {
+        let (sentence_start, end) = layout.sentence_of(position);
+        let opening = layout.folded.text[sentence_start..end]
+            .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '#' | '-' | '>'));
+        self.cues.conclusions.iter().any(|marker| {
+            opening.starts_with(marker.as_str())
+                && !opening[marker.len()..].starts_with(|c: char| c.is_alphanumeric())
+        })
     }
 
     /// The diagnosis a bracketed or dashed cue right after it marks (`2. MG
@@ -839,5 +860,19 @@ pub(crate) mod tests {
         let (id, _, _) =
             leading("1. **LEMS** - most consistent with fatigable weakness\n2. **MG** - possible");
         assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_concluding_sentence_outranks_earlier_cues() {
+        for answer in [
+            "The ptosis suggests myasthenia gravis. However, the areflexia and autonomic signs matter. Therefore, this is most consistent with LEMS.",
+            "Initially the picture suggests botulism. Putting it all together, the findings point to LEMS.",
+            "MG is likely at first glance. In summary, LEMS is the most likely diagnosis.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+        // Without a conclusion the first cue still leads.
+        let (id, _, _) = leading("The ptosis suggests myasthenia gravis. The areflexia points to LEMS.");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
     }
 }

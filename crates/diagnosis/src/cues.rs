@@ -30,6 +30,7 @@ struct RawCues {
     differential_backward: Vec<String>,
     label_links: Vec<String>,
     narrative_starts: Vec<String>,
+    conclusions: Vec<String>,
     ruled_out_forward: Vec<String>,
     ruled_out_backward: Vec<String>,
     history: Vec<String>,
@@ -97,6 +98,9 @@ pub(crate) struct Cues {
     pub label_links: Vec<String>,
     /// Words that open a sentence that is no diagnosis (`I`, `these`).
     pub narrative_starts: Vec<String>,
+    /// Words that open a concluding sentence (`therefore`, `in summary`):
+    /// its leading cue outranks earlier ones.
+    pub conclusions: Vec<String>,
     /// Labels that state the answer's conclusion (`final diagnosis`): they
     /// outrank every other label.
     pub final_labels: HashSet<String>,
@@ -230,6 +234,7 @@ impl Cues {
             hedges: raw.hedges,
             label_links: raw.label_links,
             narrative_starts: raw.narrative_starts,
+            conclusions: raw.conclusions,
             final_labels: raw
                 .final_labels
                 .iter()
