@@ -16,6 +16,15 @@
 //! label or cue, minus hedges (`probably`) and trailing reasons (`given ...`),
 //! becomes a free-text mention (`id: None`). Mentions that are ruled out or
 //! restate history (`known Crohn disease`) are never offered.
+//!
+//! A disease named only as a test's purpose (`order TSH to rule out
+//! hypothyroidism`, `check AChR antibodies for MG`, a `Next steps:` section)
+//! is neither offered nor leading; one only to be excluded (`rule out X`) is
+//! offered but never leads. Of several labels, a final one (`Final
+//! diagnosis:`) outranks a diagnosis label, which outranks a section heading
+//! (`## Assessment`). An answer that declines (`cannot make a definitive
+//! diagnosis`) is led only by a diagnosis a cue still names (`most suggestive
+//! of X`, `X is the leading consideration`) or offers.
 
 use std::path::Path;
 
@@ -23,12 +32,13 @@ use crate::cues::{Cues, Kind};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ontology::{Found, Ontology};
-use crate::text::content_words;
 
+/// Reading the leader a label names.
+mod label;
+/// What an answer offers besides its leader.
 mod offered;
-
-/// Most content words a free-text diagnosis phrase may have.
-const PHRASE_WORDS: usize = 8;
+/// Reading the diagnosis phrase at a position.
+mod phrase;
 
 /// A diagnosis named in an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +82,7 @@ pub struct Reader {
 }
 
 /// A candidate phrase: folded bounds and the ontology entry inside it.
-struct Phrase {
+pub(super) struct Phrase {
     start: usize,
     end: usize,
     found: Option<Found>,
@@ -123,6 +133,7 @@ impl Reader {
                 !layout.is_ruled_out(f.start, f.end)
                     && !layout.is_history(f.start)
                     && !layout.is_question(f.start)
+                    && !layout.is_purpose(f.start)
             })
             .collect();
         let free = self.free_differential(&layout, &found);
@@ -135,8 +146,10 @@ impl Reader {
         if leading.is_none() {
             (leading, source) = self.by_sentence(&layout, &offered, declines);
         }
-        if leading.is_none() {
-            (leading, source) = self.by_first_listed(&layout, &offered, &free, declines);
+        // A refusal commits only to what a leading cue still names; the
+        // possibilities it lists are offered, none of them leads.
+        if leading.is_none() && !declines {
+            (leading, source) = self.by_first_listed(&layout, &offered, &free);
         }
         let mut differential: Vec<Mention> = Vec::new();
         for f in &offered {
@@ -175,7 +188,13 @@ impl Reader {
         }
     }
 
-    fn mention(&self, layout: &Layout<'_>, start: usize, end: usize, found: Option<Found>) -> Mention {
+    pub(super) fn mention(
+        &self,
+        layout: &Layout<'_>,
+        start: usize,
+        end: usize,
+        found: Option<Found>,
+    ) -> Mention {
         Mention {
             id: found.map(|f| self.ontology.entry(f.entry).id.clone()),
             text: layout.original_text(start, end).trim().to_string(),
@@ -184,159 +203,37 @@ impl Reader {
         }
     }
 
-    /// The diagnosis phrase starting at `start` (folded), up to `limit`: past
-    /// hedges and markup, ended at a phrase end, list separator or clause
-    /// punctuation; with the first offered ontology entry inside it.
-    fn phrase_at(
-        &self,
-        layout: &Layout<'_>,
-        start: usize,
-        limit: usize,
-        offered: &[Found],
-    ) -> Option<Phrase> {
-        let text = &layout.folded.text;
-        let mut start = start;
-        loop {
-            let rest = &text[start..limit];
-            let trimmed = rest.trim_start_matches(|c: char| {
-                c.is_whitespace() || matches!(c, ':' | '*' | '_' | '#' | '-' | '"' | '`' | '>')
-            });
-            start += rest.len() - trimmed.len();
-            let hedge = self.cues.hedges.iter().find(|hedge| {
-                trimmed.starts_with(hedge.as_str())
-                    && trimmed[hedge.len()..].starts_with(|c: char| !c.is_alphanumeric())
-            });
-            match hedge {
-                Some(hedge) => start += hedge.len(),
-                None => break,
-            }
-        }
-        let mut end = limit;
-        let mut from = start;
-        while let Some(index) = text[from..limit].find([',', ';', ':', '(', '[', '\n']) {
-            let at = from + index;
-            // A parenthesis inside a name (`Epidermoid (epidermal inclusion)
-            // cyst`) is skipped when a word follows it.
-            let closing = text[at..limit].find(')').map(|offset| at + offset + 1);
-            let continues = closing.is_some_and(|close| {
-                text[close..limit].starts_with(' ')
-                    && text[close..limit]
-                        .trim_start()
-                        .starts_with(|c: char| c.is_alphanumeric())
-            });
-            match closing {
-                Some(close) if text.as_bytes()[at] == b'(' && continues => from = close,
-                _ => {
-                    end = at;
-                    break;
-                }
-            }
-        }
-        for hit in &layout.hits {
-            if matches!(hit.kind, Kind::PhraseEnd | Kind::ListSeparator)
-                && hit.start >= start
-                && hit.start < end
-            {
-                end = hit.start;
-            }
-        }
-        if let Some(index) = text[start..end].find(" - ") {
-            end = start + index;
-        }
-        // A cue ends the phrase; a phrase that starts with one is none.
-        for hit in &layout.hits {
-            let stops = !matches!(
-                hit.kind,
-                Kind::Negation | Kind::ClauseBreak | Kind::ListSeparator | Kind::PhraseEnd | Kind::Escalation
-            );
-            if stops && hit.start >= start && hit.start < end {
-                end = hit.start;
-            }
-        }
-        let end = start
-            + text[start..end]
-                .trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')')
-                .len();
-        if end <= start {
-            return None;
-        }
-        let mut end = end;
-        let mut found = offered.iter().copied().find(|f| f.start >= start && f.end <= end);
-        // A name the ontology does not know, glossed by one it does in a
-        // bracket (`Löfgren syndrome (acute sarcoidosis)`), is read as the
-        // gloss; a bracket listing findings (`(AIDS, CD4 36)`) is not a gloss.
-        if found.is_none() {
-            let rest = &text[end..limit];
-            let open = end + (rest.len() - rest.trim_start().len());
-            if text[open..limit].starts_with('(')
-                && let Some(close) = text[open..limit].find(')').map(|offset| open + offset)
-                && !text[open..close].contains([',', ';'])
-            {
-                let gloss = offered.iter().copied().find(|f| f.start > open && f.end <= close);
-                if gloss.is_some() {
-                    found = gloss;
-                    end = close + 1;
-                }
-            }
-        }
-        // A free phrase that opens with a number is an age or a count
-        // (`34F with ptosis`), not a diagnosis.
-        if found.is_none() && text[start..end].starts_with(|c: char| c.is_ascii_digit()) {
-            return None;
-        }
-        let words = content_words(layout.original_text(start, end), self.ontology.lexicon()).len();
-        (found.is_some() || (1..=PHRASE_WORDS).contains(&words)).then_some(Phrase { start, end, found })
-    }
-
-    fn lead(&self, layout: &Layout<'_>, phrase: Phrase) -> Mention {
+    pub(super) fn lead(&self, layout: &Layout<'_>, phrase: Phrase) -> Mention {
         self.mention(layout, phrase.start, phrase.end, phrase.found)
     }
 
-    /// Step 1: a label followed by a colon or dash (or a label ending `is`).
-    fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
-        let text = &layout.folded.text;
-        for hit in &layout.hits {
-            let line = layout.line_of(hit.start);
-            let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')']);
-            let heading = hit.kind == Kind::LeadingForward
-                && after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty()
-                && layout.words_between(line.content, hit.start) == 0;
-            if hit.kind != Kind::Label && !heading {
-                continue;
+    /// Whether a span is only offered as still to be excluded (`rule out
+    /// X`, `r/o X vs Y`).
+    fn is_to_exclude(&self, layout: &Layout<'_>, start: usize) -> bool {
+        // A list separator (`r/o X vs Y`) continues the cue before it.
+        let mut position = start;
+        while let Some(hit) = layout.nearest_cue(position) {
+            let separator = layout
+                .hits_in(Kind::ListSeparator, hit.start, hit.end)
+                .any(|other| other.start == hit.start && other.end == hit.end);
+            if !separator {
+                return hit.kind == Kind::Differential
+                    && self
+                        .cues
+                        .to_exclude
+                        .contains(&layout.folded.text[hit.start..hit.end]);
             }
-            let link = self
-                .cues
-                .label_links
-                .iter()
-                .find(|link| after.starts_with(link.as_str()) && after[link.len()..].starts_with(' '));
-            let labelled = after.is_empty()
-                || after.starts_with([':', '-', '='])
-                || link.is_some()
-                || text[hit.start..hit.end].ends_with(" is");
-            let (clause_start, _) = layout.clause_of(hit.start);
-            if !labelled || layout.is_negated(hit) || layout.words_between(clause_start, hit.start) > 3 {
-                continue;
-            }
-            let start = line.end - after.len() + link.map_or(0, String::len);
-            let (_, sentence_end) = layout.sentence_of(start + 1);
-            let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
-            if let Some(phrase) = inline {
-                return (Some(self.lead(layout, phrase)), "label");
-            }
-            if after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
-                let next = layout
-                    .lines
-                    .iter()
-                    .find(|next| next.start > line.end && !next.blank);
-                if let Some(next) = next {
-                    let (_, end) = layout.sentence_of(next.content);
-                    if let Some(phrase) = self.phrase_at(layout, next.content, end, offered) {
-                        return (Some(self.lead(layout, phrase)), "heading");
-                    }
-                }
-            }
+            position = hit.start;
         }
-        (None, "none")
+        false
+    }
+
+    /// Whether folded text opens with a narrative word (`patient is ...`).
+    pub(super) fn opens_narrative(&self, opening: &str) -> bool {
+        self.cues.narrative_starts.iter().any(|word| {
+            opening.starts_with(word.as_str())
+                && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
+        })
     }
 
     /// Step 2: a leading cue in a sentence; an ontology entry first, a free
@@ -348,13 +245,19 @@ impl Reader {
         declines: bool,
     ) -> (Option<Mention>, &'static str) {
         let mut free = None;
-        for hit in &layout.hits {
+        let mut first = None;
+        let mut concluded = None;
+        for hit in layout.hits.iter().filter(|hit| !layout.is_question(hit.start)) {
             let opens = || {
                 let (sentence_start, _) = layout.sentence_of(hit.start);
                 layout.words_between(sentence_start, hit.start) == 0
             };
             let forward = hit.kind == Kind::LeadingForward || (hit.kind == Kind::LeadingOpener && opens());
+            // A cue alone in a bracket (`LEMS (favoured) vs MG`) marks what
+            // is before it.
+            let enclosed = layout.folded.text[hit.end..].trim_start().starts_with(')');
             let phrase = match hit.kind {
+                _ if forward && enclosed => self.marked(layout, hit.start, offered),
                 _ if forward => {
                     let (_, end) = layout.sentence_of(hit.end);
                     let clause_end = layout.clause_of(hit.end).1.max(hit.end);
@@ -364,14 +267,15 @@ impl Reader {
                     match found {
                         Some(f) => self
                             .phrase_at(layout, hit.end, end, offered)
-                            .filter(|p| p.found == Some(f))
+                            .filter(|p| p.start <= f.start && f.end <= p.end)
                             .or(Some(Phrase {
                                 start: f.start,
                                 end: f.end,
                                 found: Some(f),
                             })),
                         None => self
-                            .phrase_at(layout, hit.end, clause_end, offered)
+                            .marked(layout, hit.start, offered)
+                            .or_else(|| self.phrase_at(layout, hit.end, clause_end, offered))
                             .or_else(|| self.backward(layout, hit.start, offered)),
                     }
                 }
@@ -380,7 +284,14 @@ impl Reader {
             };
             let Some(phrase) = phrase else { continue };
             if phrase.found.is_some() {
-                return (Some(self.lead(layout, phrase)), "sentence");
+                // The first entry a cue names leads, unless a later sentence
+                // concludes (`Therefore, this is most consistent with X`).
+                if self.concludes(layout, hit.start) {
+                    concluded = Some(phrase);
+                } else if first.is_none() {
+                    first = Some(phrase);
+                }
+                continue;
             }
             let written = &layout.folded.text[phrase.start..phrase.end];
             let alarm = layout.hits.iter().any(|hit| {
@@ -390,10 +301,40 @@ impl Reader {
                 free = Some(phrase);
             }
         }
-        match free {
+        match concluded.or(first).or(free) {
             Some(phrase) => (Some(self.lead(layout, phrase)), "sentence"),
             None => (None, "none"),
         }
+    }
+
+    /// Whether the sentence at `position` opens with a conclusion marker
+    /// (`Therefore`, `In summary`, `Putting it all together`).
+    fn concludes(&self, layout: &Layout<'_>, position: usize) -> bool {
+        let (sentence_start, end) = layout.sentence_of(position);
+        let opening = layout.folded.text[sentence_start..end]
+            .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '#' | '-' | '>'));
+        self.cues.conclusions.iter().any(|marker| {
+            opening.starts_with(marker.as_str())
+                && !opening[marker.len()..].starts_with(|c: char| c.is_alphanumeric())
+        })
+    }
+
+    /// The diagnosis a bracketed or dashed cue right after it marks (`2. MG
+    /// (most likely)`, `LEMS - most likely`).
+    fn marked(&self, layout: &Layout<'_>, cue: usize, offered: &[Found]) -> Option<Phrase> {
+        let text = &layout.folded.text;
+        let (sentence_start, _) = layout.sentence_of(cue);
+        let before = text[sentence_start..cue]
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '(' | '[' | '*' | '_' | '-' | ':'));
+        let at = sentence_start + before.len();
+        if !text[at..cue].contains(['(', '[', '-']) {
+            return None;
+        }
+        offered.iter().copied().find(|f| f.end == at).map(|f| Phrase {
+            start: f.start,
+            end: f.end,
+            found: Some(f),
+        })
     }
 
     /// The diagnosis a backward cue at `cue` scopes: the last offered entry
@@ -414,26 +355,25 @@ impl Reader {
         }
     }
 
-    /// Step 3: the first offered diagnosis outside an ordering sentence; with
-    /// none, a short first line or first list item that names no cue.
+    /// Step 3 (never for a refusal): the first offered diagnosis outside an
+    /// ordering sentence; with none, a short first line or first list item
+    /// that names no cue.
     fn by_first_listed(
         &self,
         layout: &Layout<'_>,
         offered: &[Found],
         free: &[Mention],
-        declines: bool,
     ) -> (Option<Mention>, &'static str) {
-        // A refusal is led only by what it offers as a possibility.
         let entry = offered
             .iter()
-            .filter(|f| !declines || layout.is_offered_by_cue(f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
+            .filter(|f| !self.is_to_exclude(layout, f.start))
             .find(|f| !layout.is_ordering(f.start))
             .map(|f| {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
                 let phrase = self
                     .phrase_at(layout, sentence_start, sentence_end, offered)
-                    .filter(|phrase| phrase.found == Some(*f))
+                    .filter(|phrase| phrase.start <= f.start && f.end <= phrase.end)
                     .unwrap_or(Phrase {
                         start: f.start,
                         end: f.end,
@@ -442,11 +382,7 @@ impl Reader {
                 self.lead(layout, phrase)
             });
         let item = free.first().cloned();
-        let opening = if declines {
-            None
-        } else {
-            self.opening_phrase(layout, offered)
-        };
+        let opening = self.opening_phrase(layout, offered);
         let first = [entry, item, opening]
             .into_iter()
             .flatten()
@@ -464,12 +400,7 @@ impl Reader {
         let (sentence_start, end) = layout.sentence_of(start);
         let mut opening = layout.folded.text[sentence_start..end]
             .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '#' | '-' | '>'));
-        let narrative = |opening: &str| {
-            self.cues.narrative_starts.iter().any(|word| {
-                opening.starts_with(word.as_str())
-                    && !opening[word.len()..].starts_with(|c: char| c.is_alphanumeric())
-            })
-        };
+        let narrative = |opening: &str| self.opens_narrative(opening);
         if narrative(opening) {
             return true;
         }
@@ -486,17 +417,21 @@ impl Reader {
     }
 
     /// The phrase that opens the answer's first line, unless that line
-    /// opens a narrative (`I need ...`, `These results ...`, an age).
+    /// opens a narrative (`I need ...`, `These results ...`, an age) or
+    /// orders tests (a `Next steps:` section).
     fn opening_phrase(&self, layout: &Layout<'_>, offered: &[Found]) -> Option<Mention> {
         let line = layout
             .lines
             .iter()
             .find(|line| !line.blank && line.header.is_none())?;
         let (_, end) = layout.sentence_of(line.content);
-        if self.is_narrative(layout, line.content) {
+        if self.is_narrative(layout, line.content) || layout.is_ordering(line.content) {
             return None;
         }
         let phrase = self.phrase_at(layout, line.content, end, offered)?;
+        if phrase.found.is_none() && self.names_test(layout, &phrase) {
+            return None;
+        }
         let written = &layout.folded.text[phrase.start..phrase.end];
         let ruled = layout.is_ruled_out(phrase.start, phrase.end);
         (!ruled && !written.starts_with(|c: char| c.is_ascii_digit())).then(|| self.lead(layout, phrase))
@@ -516,7 +451,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn leading(answer: &str) -> (Option<String>, Option<String>, &'static str) {
+    pub(crate) fn leading(answer: &str) -> (Option<String>, Option<String>, &'static str) {
         let reading = reader().read(answer);
         let lead = reading.leading;
         (
@@ -526,7 +461,7 @@ pub(crate) mod tests {
         )
     }
 
-    fn ids(mentions: &[Mention]) -> Vec<String> {
+    pub(crate) fn ids(mentions: &[Mention]) -> Vec<String> {
         mentions.iter().filter_map(|mention| mention.id.clone()).collect()
     }
 
@@ -590,12 +525,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_refusal_that_lists_possibilities_is_led_by_the_first() {
+    fn a_refusal_that_lists_possibilities_offers_them_and_leads_with_none() {
         let reading =
             reader().read("I cannot determine the diagnosis without more data; MG and LEMS are possible.");
         assert!(reading.declines);
-        assert_eq!(reading.source, "first_listed");
-        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+        assert_eq!(reading.source, "none");
+        assert_eq!(ids(&reading.differential), ["myasthenia_gravis", "lambert_eaton"]);
         let bare = reader().read("I need more information before naming a diagnosis.");
         assert!(bare.declines && bare.leading.is_none());
     }
@@ -700,14 +635,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_refusal_is_led_only_by_its_possibilities() {
+    fn a_refusal_only_offers_its_possibilities() {
         let reading = reader().read(
             "I would not name a diagnosis yet. He had botulism as a child? Possibilities include LEMS.",
         );
-        assert_eq!(
-            reading.leading.and_then(|m| m.id).as_deref(),
-            Some("lambert_eaton")
-        );
+        assert_eq!(reading.leading, None);
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
     }
 
     #[test]
@@ -751,5 +684,195 @@ pub(crate) mod tests {
         let (id, _, _) =
             leading("45M with MG on pyridostigmine, now dysphagia. Botulism until proven otherwise.");
         assert_eq!(id.as_deref(), Some("botulism"));
+    }
+
+    #[test]
+    fn a_test_purpose_is_no_diagnosis() {
+        for answer in [
+            "Order AChR antibodies to rule out myasthenia gravis and a CBC.",
+            "I would check a CK to evaluate for botulism, LEMS or stroke.",
+            "An ECG could be considered to rule out stroke.",
+            "Send AChR antibodies; they can help confirm myasthenia gravis.",
+            "Get an ECG to look for LEMS.",
+            "Screen for myasthenia gravis with AChR antibodies.",
+            "The next step is an ice pack test, which would help diagnose myasthenia gravis.",
+            "Evaluation should include AChR antibodies, which are positive in most patients with MG.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.leading, None, "{answer}");
+            assert!(reading.differential.is_empty(), "{answer}");
+        }
+        // A leader named outside the purpose still leads.
+        let (id, _, _) = leading("Likely LEMS. Check AChR antibodies to rule out myasthenia gravis.");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_refusal_that_still_names_its_best_guess_commits_to_it() {
+        for answer in [
+            "I cannot make a definitive diagnosis without antibodies, but the picture is most suggestive of LEMS.",
+            "A definitive diagnosis cannot be made yet; the findings are most consistent with LEMS.",
+            "I can't determine this for certain. Most likely LEMS.",
+            "We cannot make a definitive diagnosis at this time, but LEMS is the leading consideration.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+    }
+
+    #[test]
+    fn workup_only_answers_commit_to_nothing() {
+        for answer in [
+            "Further evaluation with a CBC and an ECG is needed. I would hold off on naming a diagnosis.",
+            "I'm not able to determine a diagnosis from this. A full workup is warranted.",
+            "More information is needed. A biopsy may be required. I cannot give a diagnosis yet.",
+            "need more info — cant say yet. check cbc, ecg.",
+            "The baby has a rash. The rash is red. The baby needs to see a doctor.",
+            "No diagnosis is possible yet. Tests: CBC, ECG.",
+            "Initial tests: CBC, ECG. Neurology referral.",
+            "The most likely diagnosis is to be determined. Tests: CBC.",
+        ] {
+            assert_eq!(leading(answer).2, "none", "{answer}");
+        }
+    }
+
+    #[test]
+    fn next_steps_never_hold_the_leader() {
+        for answer in [
+            "Next steps: AChR antibodies for myasthenia gravis, CT chest.",
+            "**Next steps:**\n- myasthenia gravis panel\n- CT chest",
+            "Next step: evaluate for myasthenia gravis with AChR antibodies.",
+        ] {
+            assert_eq!(leading(answer).0, None, "{answer}");
+        }
+        let (id, _, _) = leading("Diagnosis: LEMS\n\nNext steps: exclude myasthenia gravis, CT chest.");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_markdown_table_reads_as_a_ranked_list() {
+        for answer in [
+            "| Rank | Diagnosis | Supporting features |\n|---|---|---|\n| 1 | LEMS | areflexia |\n| 2 | Myasthenia gravis | ptosis |",
+            "| Diagnosis | For | Against |\n|:--|:--|:--|\n| **LEMS (most likely)** | areflexia | - |\n| MG | ptosis | no fatigue |",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(
+                reading.leading.and_then(|m| m.id).as_deref(),
+                Some("lambert_eaton"),
+                "{answer}"
+            );
+            assert_eq!(ids(&reading.differential), ["myasthenia_gravis"], "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_not_led_by_a_free_phrase() {
+        let reading = reader().read(
+            "I cannot give a diagnosis yet. The weakness may be due to deconditioning. Please provide more history.",
+        );
+        assert!(reading.declines && reading.leading.is_none());
+    }
+
+    #[test]
+    fn a_disease_in_an_ordering_sentence_is_its_purpose() {
+        for answer in [
+            "Check AChR antibodies for MG and a CBC.",
+            "Next steps: CT chest for LEMS, ECG.",
+            "**Workup:**\n- AChR antibodies (myasthenia gravis)\n- CBC",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.leading, None, "{answer}");
+            assert!(reading.differential.is_empty(), "{answer}");
+        }
+        // A differential cue in the sentence still offers.
+        let reading = reader().read("Order a CBC; consider LEMS.");
+        assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+    }
+
+    #[test]
+    fn more_refusals_commit_to_nothing() {
+        for answer in [
+            "I don't have enough information to say. An ECG and a CBC would help.",
+            "Without more information it is hard to say; please send the labs.",
+            "I'm not sure. It is difficult to say without an exam.",
+            "I am not in a position to name a diagnosis.",
+            "Diagnosis: unclear at this time. Send a CBC.",
+            "I'd rather not guess. Get an ECG.",
+        ] {
+            let reading = reader().read(answer);
+            assert!(reading.declines, "{answer}");
+            assert_eq!(reading.leading, None, "{answer}");
+        }
+    }
+
+    #[test]
+    fn an_opening_that_describes_the_case_does_not_lead() {
+        for answer in [
+            "The presentation is nonspecific. Possible causes include LEMS or botulism.",
+            "Symptoms began a month ago. LEMS is the leading consideration.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_disease_only_to_be_excluded_does_not_lead() {
+        for answer in [
+            "Rule out LEMS.",
+            "r/o LEMS vs botulism. CBC, ECG.",
+            "We need to rule out LEMS first.",
+            "Must exclude botulism.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.leading, None, "{answer}");
+            assert!(!reading.differential.is_empty(), "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_ranking_is_led_by_its_first_item() {
+        for answer in [
+            "LEMS > MG > botulism",
+            "Differential (in order): LEMS, MG, botulism",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(
+                reading.leading.and_then(|m| m.id).as_deref(),
+                Some("lambert_eaton"),
+                "{answer}"
+            );
+            assert_eq!(
+                ids(&reading.differential),
+                ["myasthenia_gravis", "botulism"],
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bracketed_cue_marks_the_item_before_it() {
+        for answer in [
+            "Differential diagnosis:\n1. Botulism\n2. LEMS (most likely)\n3. MG",
+            "- Botulism\n- **LEMS** — most likely\n- MG",
+            "Botulism vs LEMS (favoured) vs MG",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+        let (id, _, _) =
+            leading("1. **LEMS** - most consistent with fatigable weakness\n2. **MG** - possible");
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn a_concluding_sentence_outranks_earlier_cues() {
+        for answer in [
+            "The ptosis suggests myasthenia gravis. However, the areflexia and autonomic signs matter. Therefore, this is most consistent with LEMS.",
+            "Initially the picture suggests botulism. Putting it all together, the findings point to LEMS.",
+            "MG is likely at first glance. In summary, LEMS is the most likely diagnosis.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+        // Without a conclusion the first cue still leads.
+        let (id, _, _) = leading("The ptosis suggests myasthenia gravis. The areflexia points to LEMS.");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
     }
 }

@@ -20,16 +20,22 @@ use crate::text::{Lexicon, is_boundary, words};
 struct RawCues {
     version: u32,
     leading_labels: Vec<String>,
+    final_labels: Vec<String>,
+    section_labels: Vec<String>,
     leading_forward: Vec<String>,
     leading_openers: Vec<String>,
     leading_backward: Vec<String>,
     differential: Vec<String>,
+    to_exclude: Vec<String>,
     differential_backward: Vec<String>,
     label_links: Vec<String>,
     narrative_starts: Vec<String>,
+    conclusions: Vec<String>,
     ruled_out_forward: Vec<String>,
     ruled_out_backward: Vec<String>,
     history: Vec<String>,
+    purpose: Vec<String>,
+    inert: Vec<String>,
     declines: Vec<String>,
     uncertainty: Vec<String>,
     order: Vec<String>,
@@ -42,6 +48,7 @@ struct RawCues {
     list_separators: Vec<String>,
     stop_words: Vec<String>,
     qualifiers: Vec<String>,
+    vague_heads: Vec<String>,
     spellings: BTreeMap<String, String>,
 }
 
@@ -57,6 +64,11 @@ pub(crate) enum Kind {
     RuledOutForward,
     RuledOutBackward,
     History,
+    /// A test's purpose (`to rule out X`): what follows is no diagnosis.
+    Purpose,
+    /// A phrase that looks like a cue but is none (`may be required`): it
+    /// hides the cues it overlaps and marks nothing itself.
+    Inert,
     Declines,
     Uncertainty,
     Order,
@@ -86,6 +98,21 @@ pub(crate) struct Cues {
     pub label_links: Vec<String>,
     /// Words that open a sentence that is no diagnosis (`I`, `these`).
     pub narrative_starts: Vec<String>,
+    /// Words that open a concluding sentence (`therefore`, `in summary`):
+    /// its leading cue outranks earlier ones.
+    pub conclusions: Vec<String>,
+    /// Labels that state the answer's conclusion (`final diagnosis`): they
+    /// outrank every other label.
+    pub final_labels: HashSet<String>,
+    /// Labels that head a section of any content (`assessment`): they name
+    /// the leader only when no other label does.
+    pub section_labels: HashSet<String>,
+    /// Nouns that name no disease at the head of a short free phrase (`a
+    /// neurological condition`), as canonical words.
+    pub vague_heads: HashSet<String>,
+    /// Differential cues of a diagnosis still to be excluded (`rule out
+    /// X`): it is offered but never leads.
+    pub to_exclude: HashSet<String>,
     pub lexicon: Lexicon,
 }
 
@@ -109,8 +136,10 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 18] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 23] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
+            ("final_labels", Kind::Label, &raw.final_labels, true),
+            ("section_labels", Kind::Label, &raw.section_labels, true),
             (
                 "leading_forward",
                 Kind::LeadingForward,
@@ -125,6 +154,7 @@ impl Cues {
                 true,
             ),
             ("differential", Kind::Differential, &raw.differential, true),
+            ("to_exclude", Kind::Differential, &raw.to_exclude, true),
             (
                 "differential_backward",
                 Kind::DifferentialBackward,
@@ -144,6 +174,8 @@ impl Cues {
                 true,
             ),
             ("history", Kind::History, &raw.history, true),
+            ("purpose", Kind::Purpose, &raw.purpose, true),
+            ("inert", Kind::Inert, &raw.inert, true),
             ("declines", Kind::Declines, &raw.declines, false),
             ("uncertainty", Kind::Uncertainty, &raw.uncertainty, false),
             ("order", Kind::Order, &raw.order, false),
@@ -189,18 +221,37 @@ impl Cues {
             qualifiers,
             ..lexicon
         };
+        let vague_heads = raw
+            .vague_heads
+            .iter()
+            .flat_map(|head| words(head, &lexicon))
+            .collect();
         Ok(Self {
             structural,
+            vague_heads,
+            to_exclude: raw.to_exclude.iter().map(|cue| cue.trim().to_string()).collect(),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,
             narrative_starts: raw.narrative_starts,
+            conclusions: raw.conclusions,
+            final_labels: raw
+                .final_labels
+                .iter()
+                .map(|label| label.trim().to_string())
+                .collect(),
+            section_labels: raw
+                .section_labels
+                .iter()
+                .map(|label| label.trim().to_string())
+                .collect(),
             lexicon,
         })
     }
 
     /// Every cue in a folded text, sorted by start: the structural ones with
-    /// overlaps resolved to the longer, the others all kept.
+    /// overlaps resolved to the longer (an inert phrase hides what it
+    /// overlaps and is then dropped), the others all kept.
     pub fn find(&self, text: &str) -> Vec<Hit> {
         let mut structural = find_all(&self.structural, text);
         structural.sort_by(|left, right| {
@@ -217,7 +268,17 @@ impl Cues {
                 kept.push(hit);
             }
         }
-        kept.extend(find_all(&self.independent, text));
+        let inert: Vec<Hit> = kept
+            .iter()
+            .copied()
+            .filter(|hit| hit.kind == Kind::Inert)
+            .collect();
+        kept.retain(|hit| hit.kind != Kind::Inert);
+        kept.extend(find_all(&self.independent, text).into_iter().filter(|hit| {
+            !inert
+                .iter()
+                .any(|other| hit.start < other.end && other.start < hit.end)
+        }));
         kept.sort_by_key(|hit| (hit.start, hit.end));
         kept.dedup();
         kept
@@ -299,6 +360,19 @@ pub(crate) mod tests {
         assert!(kinds("nothing here").is_empty());
         let hits = kinds("start resuscitation");
         assert_eq!(hits, [(Kind::Escalation, "resuscitation".to_string())]);
+    }
+
+    #[test]
+    fn an_inert_phrase_hides_the_cue_it_overlaps() {
+        assert!(kinds("a biopsy may be required").is_empty());
+        assert_eq!(
+            kinds("differential (in order): lems"),
+            [(Kind::Differential, "differential".to_string())]
+        );
+        assert_eq!(
+            kinds("lems may be the cause"),
+            [(Kind::Differential, "may be".to_string())]
+        );
     }
 
     #[test]

@@ -439,4 +439,49 @@ mod tests {
             Grade::Wrong
         );
     }
+
+    #[test]
+    fn a_reference_argued_against_is_not_offered() {
+        for answer in [
+            "Most likely LEMS. Myasthenia gravis is less likely because the ptosis does not fatigue.",
+            "Final diagnosis: LEMS. MG is less likely given the areflexia.",
+            "Primary diagnosis: LEMS. The picture goes beyond myasthenia gravis because of the autonomic signs.",
+            "Diagnosis: LEMS. Myasthenia gravis does not explain the areflexia.",
+            "Most likely LEMS; myasthenia gravis can be excluded clinically.",
+            "Most likely LEMS. Myasthenia gravis seems less likely given the areflexia.",
+            "Diagnosis: LEMS. MG is effectively excluded by the negative antibodies.",
+            "Diagnosis: LEMS. MG was considered and rejected.",
+        ] {
+            assert_eq!(graded(answer, "Myasthenia gravis"), Grade::Wrong, "{answer}");
+        }
+        // A ranked list's "less likely" still offers.
+        assert_eq!(
+            graded("1. LEMS - most likely\n2. MG - less likely", "Myasthenia gravis"),
+            Grade::Related
+        );
+    }
+
+    #[test]
+    fn a_test_purpose_does_not_offer_the_reference() {
+        for answer in [
+            "A definitive diagnosis cannot be made. Order AChR antibodies to rule out myasthenia gravis.",
+            "Before making a diagnosis, send AChR antibodies to evaluate for MG.",
+        ] {
+            assert_eq!(graded(answer, "Myasthenia gravis"), Grade::None, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_listing_possibilities_commits_to_none_of_them() {
+        let answer = "I cannot make a diagnosis without antibodies. Possibilities include LEMS and botulism.";
+        assert_eq!(graded(answer, "Myasthenia gravis"), Grade::None);
+        assert_eq!(graded(answer, "Botulism"), Grade::Related);
+        assert_eq!(
+            graded(
+                "The answer cannot be determined, but MG should be considered.",
+                "Myasthenia gravis"
+            ),
+            Grade::Related
+        );
+    }
 }

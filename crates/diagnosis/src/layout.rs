@@ -7,6 +7,10 @@
 //! next blank line or header, read as under that cue. Sentences end at `.`,
 //! `?` or `!` before a space, and at line ends; clauses end at `,` `;` `(`
 //! `)` and the answer file's clause breaks.
+//!
+//! A markdown table reads as a ranked list: its header row (the row above
+//! a `|---|` rule) heads a differential section of the rows under it, and
+//! each cell ends a phrase.
 
 use crate::cues::{Cues, Hit, Kind};
 use crate::text::{Folded, Lexicon, Token, tokens};
@@ -48,7 +52,7 @@ pub(crate) struct Layout<'a> {
 fn is_markup(character: char) -> bool {
     matches!(
         character,
-        '*' | '_' | '#' | '>' | '`' | ' ' | '\t' | '-' | '•' | '+'
+        '*' | '_' | '#' | '>' | '`' | ' ' | '\t' | '-' | '•' | '+' | '|'
     )
 }
 
@@ -59,7 +63,7 @@ fn content_start(line: &str) -> usize {
     let digits = trimmed.len() - trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     if digits > 0 && digits <= 2 {
         let rest = &trimmed[digits..];
-        if rest.starts_with('.') || rest.starts_with(')') {
+        if rest.starts_with(['.', ')', ':']) {
             let after = &rest[1..];
             offset += digits + 1 + (after.len() - after.trim_start_matches(is_markup).len());
         }
@@ -88,12 +92,29 @@ impl<'a> Layout<'a> {
         let mut lines = Vec::new();
         let mut start = 0;
         let mut section = None;
-        for piece in text.split('\n') {
+        let pieces: Vec<&str> = text.split('\n').collect();
+        let is_rule = |piece: &str| {
+            piece.trim_start().starts_with('|')
+                && piece.contains('-')
+                && piece.trim().chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+        };
+        for (index, piece) in pieces.iter().enumerate() {
             let end = start + piece.len();
             let blank = piece.trim_matches(is_markup).trim().is_empty();
             let content = start + content_start(piece);
-            let header = if blank { None } else { self.header_of(content, end) };
-            if blank {
+            let table_header = piece.trim_start().starts_with('|')
+                && !is_rule(piece)
+                && pieces.get(index + 1).is_some_and(|next| is_rule(next));
+            let header = if blank {
+                None
+            } else if table_header {
+                Some(Kind::Differential)
+            } else {
+                self.header_of(content, end)
+            };
+            if is_rule(piece) {
+                // A table's rule keeps its header's section.
+            } else if blank {
                 section = None;
             } else if header.is_some() {
                 section = header;
@@ -262,6 +283,36 @@ impl<'a> Layout<'a> {
         self.folded.text[end..].starts_with('?')
     }
 
+    /// Whether a span is a test's purpose: the nearest structural cue before
+    /// it in its sentence is a purpose cue (`to rule out X, Y and Z`), or it
+    /// sits in an ordering sentence or section with no such cue before it
+    /// (`check AChR antibodies for MG`, `Next steps: CT chest for thymoma`).
+    pub fn is_purpose(&self, start: usize) -> bool {
+        self.nearest_cue(start)
+            .map_or_else(|| self.is_ordering(start), |hit| hit.kind == Kind::Purpose)
+    }
+
+    /// The nearest forward-scoping structural cue before a span in its
+    /// sentence.
+    pub fn nearest_cue(&self, start: usize) -> Option<&Hit> {
+        let (sentence_start, _) = self.sentence_of(start);
+        self.hits
+            .iter()
+            .filter(|hit| hit.start >= sentence_start && hit.end <= start)
+            .rfind(|hit| {
+                matches!(
+                    hit.kind,
+                    Kind::Purpose
+                        | Kind::Label
+                        | Kind::LeadingForward
+                        | Kind::LeadingOpener
+                        | Kind::Differential
+                        | Kind::RuledOutForward
+                        | Kind::History
+                )
+            })
+    }
+
     /// Whether a span sits in a sentence or section that orders tests.
     pub fn is_ordering(&self, start: usize) -> bool {
         if self.line_of(start).section == Some(Kind::Order) {
@@ -330,6 +381,7 @@ mod tests {
         assert_eq!(content_start("  1. **MG**"), 7);
         assert_eq!(content_start("- LEMS"), 2);
         assert_eq!(content_start("12 mg"), 0);
+        assert_eq!(content_start("#1: LEMS"), 4);
     }
 
     #[test]

@@ -121,6 +121,8 @@ fn fold_char(character: char) -> Option<&'static str> {
         'œ' | 'Œ' => "oe",
         '\u{2018}' | '\u{2019}' | '\u{2032}' => "'",
         '\u{201c}' | '\u{201d}' => "\"",
+        // `most_likely_diagnosis` (a JSON key) reads as words.
+        '_' => " ",
         '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2212}' => "-",
         '\u{a0}' => " ",
         _ => return None,

@@ -44,10 +44,12 @@ impl Reader {
             let Some(phrase) = self.phrase_at(layout, start, end, &[]) else {
                 continue;
             };
-            let names_entry = found.iter().any(|f| f.start < phrase.end && phrase.start < f.end);
+            let names_entry = found.iter().any(|f| f.start < phrase.end && phrase.start < f.end)
+                || self.names_test(layout, &phrase);
             let ruled = layout.is_ruled_out(phrase.start, phrase.end)
                 || layout.is_history(phrase.start)
-                || layout.is_ordering(phrase.start);
+                || layout.is_ordering(phrase.start)
+                || layout.is_purpose(phrase.start);
             if !names_entry && !ruled {
                 let mention = self.mention(layout, phrase.start, phrase.end, None);
                 if !mentions.iter().any(|other| other.text == mention.text) {

@@ -1,0 +1,196 @@
+//! The leader a label names (`Most likely diagnosis: X`, `## Final
+//! diagnosis` over the line under it): labels rank final over diagnosis over
+//! section labels, and a label in a question or before a restated case names
+//! nothing.
+
+use super::{Mention, Reader};
+use crate::cues::{Hit, Kind};
+use crate::layout::Layout;
+use crate::ontology::Found;
+
+impl Reader {
+    /// How a label ranks: a final label (`final diagnosis`) above a
+    /// diagnosis label (`most likely diagnosis`) above a section label
+    /// (`assessment`).
+    fn label_rank(&self, layout: &Layout<'_>, start: usize, end: usize) -> u8 {
+        let written = &layout.folded.text[start..end];
+        if self.cues.final_labels.contains(written) {
+            2
+        } else if self.cues.section_labels.contains(written) {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// Step 1: a label followed by a colon or dash (or a label ending `is`);
+    /// of several, the highest ranked, then the first. A label in a question
+    /// (`Most likely diagnosis?`) or before a restated case (`Assessment: the
+    /// patient is ...`) names nothing.
+    pub(super) fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
+        let mut best: Option<(u8, Mention, &'static str)> = None;
+        for hit in &layout.hits {
+            if layout.is_question(hit.start) {
+                continue;
+            }
+            let Some((mention, source)) = self.label_at(layout, hit, offered) else {
+                continue;
+            };
+            let rank = self.label_rank(layout, hit.start, hit.end);
+            if best.as_ref().is_none_or(|(best_rank, _, _)| rank > *best_rank) {
+                best = Some((rank, mention, source));
+            }
+        }
+        match best {
+            Some((_, mention, source)) => (Some(mention), source),
+            None => (None, "none"),
+        }
+    }
+
+    /// The leader a label hit names, inline or on the next line.
+    fn label_at(&self, layout: &Layout<'_>, hit: &Hit, offered: &[Found]) -> Option<(Mention, &'static str)> {
+        let text = &layout.folded.text;
+        {
+            let line = layout.line_of(hit.start);
+            let after = text[hit.end..line.end].trim_start_matches(['*', '_', ' ', '#', ')', '"']);
+            let heading = hit.kind == Kind::LeadingForward
+                && after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty()
+                && layout.words_between(line.content, hit.start) == 0;
+            if hit.kind != Kind::Label && !heading {
+                return None;
+            }
+            let link = self
+                .cues
+                .label_links
+                .iter()
+                .find(|link| after.starts_with(link.as_str()) && after[link.len()..].starts_with(' '));
+            let labelled = after.is_empty()
+                || after.starts_with([':', '-', '='])
+                || link.is_some()
+                || text[hit.start..hit.end].ends_with(" is");
+            // A label linked by a word (`..., the most likely diagnosis is
+            // X`) may sit anywhere in its clause; one before a colon opens it.
+            let (clause_start, _) = layout.clause_of(hit.start);
+            let deep = layout.words_between(clause_start, hit.start) > 3 && link.is_none();
+            if !labelled || layout.is_negated(hit) || deep {
+                return None;
+            }
+            let start = line.end - after.len() + link.map_or(0, String::len);
+            let (_, sentence_end) = layout.sentence_of(start + 1);
+            let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
+            if let Some(phrase) = inline {
+                // A restated case or a diagnosis the label's own sentence
+                // rules out (`Diagnosis: MG is unlikely; ...`) is no leader.
+                let narrative =
+                    phrase.found.is_none() && self.opens_narrative(&text[phrase.start..phrase.end]);
+                if narrative || layout.is_ruled_out(phrase.start, phrase.end) {
+                    return None;
+                }
+                return Some((self.lead(layout, phrase), "label"));
+            }
+            if after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
+                let next = layout
+                    .lines
+                    .iter()
+                    .find(|next| next.start > line.end && !next.blank);
+                if let Some(next) = next {
+                    let (_, end) = layout.sentence_of(next.content);
+                    if let Some(phrase) = self.phrase_at(layout, next.content, end, offered) {
+                        return Some((self.lead(layout, phrase), "heading"));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::answer::tests::leading;
+
+    #[test]
+    fn a_final_label_outranks_a_section_heading_and_earlier_labels() {
+        for answer in [
+            "### Assessment\nYoung woman with fatigable ptosis.\n\n**Final Diagnosis:** LEMS\n\n### Differential\n1. MG",
+            "Most likely diagnosis: MG\nDifferential: botulism\nFinal diagnosis: LEMS",
+            "1. MG - fatigable ptosis\n2. Botulism\n3. LEMS\n\nFinal answer: LEMS",
+            "## Impression\nDashboard injury; ptosis.\n\nDiagnosis: LEMS",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+        // A section heading still names the leader when no label does.
+        assert_eq!(
+            leading("## Assessment\nBotulism\n").0.as_deref(),
+            Some("botulism")
+        );
+    }
+
+    #[test]
+    fn a_label_in_a_question_or_before_a_restated_case_names_nothing() {
+        for answer in [
+            "Most likely diagnosis? The patient is 45 with ptosis. I need more information.",
+            "Assessment: The patient is a 20 year old male with ptosis and diplopia.",
+            "What is the most likely diagnosis? More history is needed first.",
+        ] {
+            assert_eq!(leading(answer).2, "none", "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_linked_label_may_follow_a_preamble() {
+        for answer in [
+            "Based on the fatigable ptosis, diplopia and proximal weakness that improves with rest, the most likely diagnosis is LEMS.",
+            "Thank you for the case. Given the autonomic signs, areflexia and a smoking history, my leading concern is LEMS.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+    }
+
+    #[test]
+    fn labels_in_other_languages_name_the_leader() {
+        for answer in [
+            "Verdachtsdiagnose: LEMS.\nDifferentialdiagnosen: Botulismus.",
+            "Diagnóstico más probable: LEMS.\nDiagnóstico diferencial: botulismo.",
+            "Diagnostic le plus probable : LEMS.\nDiagnostics différentiels : botulisme.",
+            "Impresión diagnóstica: LEMS.",
+        ] {
+            let (id, _, source) = leading(answer);
+            assert_eq!(
+                (id.as_deref(), source),
+                (Some("lambert_eaton"), "label"),
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_json_answer_is_read_by_its_keys() {
+        let (id, _, source) =
+            leading("{\"most_likely_diagnosis\": \"LEMS (paraneoplastic)\", \"differential\": [\"MG\"]}");
+        assert_eq!((id.as_deref(), source), (Some("lambert_eaton"), "label"));
+        let (id, _, source) = leading("{\"most_likely_diagnosis\": null, \"tests\": [\"CBC\"]}");
+        assert_eq!((id, source), (None, "none"));
+    }
+
+    #[test]
+    fn a_labelled_diagnosis_its_sentence_rules_out_does_not_lead() {
+        let (id, _, _) = leading(
+            "Diagnosis: myasthenia gravis is unlikely given the normal antibodies; the most likely diagnosis is LEMS.",
+        );
+        assert_eq!(id.as_deref(), Some("lambert_eaton"));
+    }
+
+    #[test]
+    fn committing_phrasings_name_the_leader() {
+        for answer in [
+            "I would go with LEMS.",
+            "My best guess is LEMS, though MG is possible.",
+            "Top pick: LEMS. Runner-up: MG.",
+            "Leading: LEMS\nAlso consider: MG, botulism",
+            "I lean towards LEMS given the areflexia.",
+        ] {
+            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
+        }
+    }
+}
