@@ -173,29 +173,40 @@ fn read_run(run: &Path, judge: &str) -> Result<RunVerdicts> {
     Ok(verdicts)
 }
 
-/// Refuses two runs that cannot be compared; returns the pack's name, the
-/// catalog hash and the families.
-fn check_comparable(
+/// Refuses two runs made with different packs; returns the pack's name and
+/// its families.
+fn check_packs(run_a: &Path, run_b: &Path) -> Result<(String, Families)> {
+    let (pack_a, families) = pack_of(run_a)?;
+    let (pack_b, _) = pack_of(run_b)?;
+    if pack_a != pack_b {
+        return Err(Error::Incomparable {
+            a: run_a.to_path_buf(),
+            b: run_b.to_path_buf(),
+            reason: format!(
+                "run A was made with {}, run B with {}",
+                pack_name(&pack_a),
+                pack_name(&pack_b)
+            ),
+        });
+    }
+    Ok((pack_name(&pack_a), families))
+}
+
+/// Refuses two runs whose judgments were made under different catalogs (or
+/// one run under several), or where the judge did not judge; returns the
+/// catalog hash.
+fn check_judgments(
     run_a: &Path,
     run_b: &Path,
     a: &RunVerdicts,
     b: &RunVerdicts,
     judge: &str,
-) -> Result<(String, String, Families)> {
+) -> Result<String> {
     let incomparable = |reason: String| Error::Incomparable {
         a: run_a.to_path_buf(),
         b: run_b.to_path_buf(),
         reason,
     };
-    let (pack_a, families) = pack_of(run_a)?;
-    let (pack_b, _) = pack_of(run_b)?;
-    if pack_a != pack_b {
-        return Err(incomparable(format!(
-            "run A was made with {}, run B with {}",
-            pack_name(&pack_a),
-            pack_name(&pack_b)
-        )));
-    }
     for (name, run) in [("A", a), ("B", b)] {
         if run.catalogs.len() > 1 {
             let hashes: Vec<&str> = run.catalogs.iter().map(String::as_str).collect();
@@ -228,8 +239,7 @@ fn check_comparable(
             });
         }
     }
-    let catalog = a.catalogs.iter().next().cloned().unwrap_or_default();
-    Ok((pack_name(&pack_a), catalog, families))
+    Ok(a.catalogs.iter().next().cloned().unwrap_or_default())
 }
 
 /// One estimate's cell: which pairs it is over and what it measures.
@@ -260,9 +270,10 @@ pub fn compute(config: &Config, run_a: &Path, run_b: &Path) -> Result<Comparison
     if config.resamples == 0 {
         return Err(Error::Config("resamples must be at least 1".into()));
     }
+    let (pack, families) = check_packs(run_a, run_b)?;
     let mut a = read_run(run_a, &config.judge)?;
     let mut b = read_run(run_b, &config.judge)?;
-    let (pack, catalog_hash, families) = check_comparable(run_a, run_b, &a, &b, &config.judge)?;
+    let catalog_hash = check_judgments(run_a, run_b, &a, &b, &config.judge)?;
     if !config.subjects.is_empty() {
         for run in [&mut a, &mut b] {
             run.verdicts
@@ -273,13 +284,21 @@ pub fn compute(config: &Config, run_a: &Path, run_b: &Path) -> Result<Comparison
 
     // The cells: per (subject, mode), CSS overall and per family, the
     // spurious-shift rate of the control family, CMS overall.
-    let mut by_cell: BTreeMap<(String, String, &'static str, String, &'static str), Vec<usize>> =
-        BTreeMap::new();
+    // Keyed for the table's order: per (subject, mode), overall rows first.
+    type CellKey = (String, String, bool, &'static str, String, &'static str);
+    let mut by_cell: BTreeMap<CellKey, Vec<usize>> = BTreeMap::new();
     for (index, pair) in matching.pairs.iter().enumerate() {
         let (subject, mode) = pair.key.cell();
         let mut add = |level: &'static str, group: &str, metric: &'static str| {
             by_cell
-                .entry((subject.clone(), mode.clone(), level, group.to_string(), metric))
+                .entry((
+                    subject.clone(),
+                    mode.clone(),
+                    level != "overall",
+                    level,
+                    group.to_string(),
+                    metric,
+                ))
                 .or_default()
                 .push(index);
         };
@@ -297,7 +316,7 @@ pub fn compute(config: &Config, run_a: &Path, run_b: &Path) -> Result<Comparison
     }
     let cells: Vec<Cell> = by_cell
         .into_iter()
-        .map(|((subject, mode, level, group, metric), pairs)| Cell {
+        .map(|((subject, mode, _, level, group, metric), pairs)| Cell {
             subject,
             mode,
             level,
@@ -613,23 +632,20 @@ mod tests {
     fn runs_of_different_catalogs_or_judges_are_refused_with_the_reason() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        let same = check_comparable(&a, &b, &verdicts("c1", "rule"), &verdicts("c1", "rule"), "rule");
+        let same = check_judgments(&a, &b, &verdicts("c1", "rule"), &verdicts("c1", "rule"), "rule");
         assert!(same.is_ok());
-        let error = check_comparable(&a, &b, &verdicts("c1", "rule"), &verdicts("c2", "rule"), "rule")
-            .err()
-            .expect("refused")
+        let error = check_judgments(&a, &b, &verdicts("c1", "rule"), &verdicts("c2", "rule"), "rule")
+            .expect_err("refused")
             .to_string();
         assert!(error.contains("different catalogs (A: c1, B: c2)"), "{error}");
         let mut mixed = verdicts("c1", "rule");
         mixed.catalogs.insert("c3".into());
-        let error = check_comparable(&a, &b, &mixed, &verdicts("c1", "rule"), "rule")
-            .err()
-            .expect("refused")
+        let error = check_judgments(&a, &b, &mixed, &verdicts("c1", "rule"), "rule")
+            .expect_err("refused")
             .to_string();
         assert!(error.contains("several catalogs"), "{error}");
-        let error = check_comparable(&a, &b, &verdicts("c1", "rule"), &verdicts("c1", "x/y"), "rule")
-            .err()
-            .expect("refused")
+        let error = check_judgments(&a, &b, &verdicts("c1", "rule"), &verdicts("c1", "x/y"), "rule")
+            .expect_err("refused")
             .to_string();
         assert!(error.contains("judge `rule` has no judgments"), "{error}");
     }
@@ -642,10 +658,7 @@ mod tests {
             Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/general-medicine"))
                 .expect("pack");
         pack.record(&b).expect("record");
-        let error = check_comparable(&a, &b, &verdicts("c1", "rule"), &verdicts("c1", "rule"), "rule")
-            .err()
-            .expect("refused")
-            .to_string();
+        let error = check_packs(&a, &b).err().expect("refused").to_string();
         assert!(
             error.contains("run A was made with the built-in oncology pack, run B with `general-medicine`"),
             "{error}"
