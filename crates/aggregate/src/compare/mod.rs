@@ -15,7 +15,7 @@
 //!    B − A of CSS, of CMS (per case) and of the spurious-shift rate (the
 //!    negative-control family), each over the tuples both runs decided, with
 //!    the percentile interval of the paired case bootstrap
-//!    ([`crate::stats::bootstrap`]: one stratum of cases, so a replicate
+//!    ([`crate::stats::bootstrap()`]: one stratum of cases, so a replicate
 //!    draws a case's tuples of both runs, every family and every subject
 //!    together), and the exact McNemar p-value of the "updated correctly"
 //!    indicator (score 1; [`crate::stats::mcnemar_exact`]).
@@ -109,7 +109,7 @@ pub struct Report {
     pub level: f64,
     /// Rows of the comparison table.
     pub rows: usize,
-    /// Where the table was written (empty before [`write`]).
+    /// Where the table was written (empty before [`write()`]).
     pub table_dir: PathBuf,
 }
 
