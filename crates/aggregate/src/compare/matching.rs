@@ -300,7 +300,7 @@ pub fn match_tuples(a: &RunVerdicts, b: &RunVerdicts) -> Matching {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn judged(

@@ -242,6 +242,23 @@ fn check_judgments(
     Ok(a.catalogs.iter().next().cloned().unwrap_or_default())
 }
 
+/// Refuses a subject asked for that neither run's judge judged.
+fn check_subjects(subjects: &[String], a: &RunVerdicts, b: &RunVerdicts) -> Result<()> {
+    let known: BTreeSet<&str> = a
+        .verdicts
+        .keys()
+        .chain(b.verdicts.keys())
+        .map(|key| key.subject.as_str())
+        .collect();
+    match subjects.iter().find(|subject| !known.contains(subject.as_str())) {
+        Some(missing) => Err(Error::Config(format!(
+            "subject `{missing}` has no judgments in either run (their subjects: {})",
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// One estimate's cell: which pairs it is over and what it measures.
 struct Cell {
     subject: String,
@@ -275,6 +292,7 @@ pub fn compute(config: &Config, run_a: &Path, run_b: &Path) -> Result<Comparison
     let mut b = read_run(run_b, &config.judge)?;
     let catalog_hash = check_judgments(run_a, run_b, &a, &b, &config.judge)?;
     if !config.subjects.is_empty() {
+        check_subjects(&config.subjects, &a, &b)?;
         for run in [&mut a, &mut b] {
             run.verdicts
                 .retain(|key, _| config.subjects.contains(&key.subject));
@@ -648,6 +666,24 @@ mod tests {
             .expect_err("refused")
             .to_string();
         assert!(error.contains("judge `rule` has no judgments"), "{error}");
+    }
+
+    #[test]
+    fn a_subject_in_neither_run_is_refused() {
+        let mut a = verdicts("c1", "rule");
+        a.add(
+            vec![matching::tests::judged("s", "c1", "A1", 0, Some(1.0))],
+            "rule",
+        );
+        let b = verdicts("c1", "rule");
+        assert!(check_subjects(&["s".into()], &a, &b).is_ok());
+        let error = check_subjects(&["t".into()], &a, &b)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            error.contains("subject `t` has no judgments in either run (their subjects: s)"),
+            "{error}"
+        );
     }
 
     #[test]

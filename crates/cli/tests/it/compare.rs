@@ -271,6 +271,39 @@ fn compare_finds_exactly_the_regressed_family() {
         }
     }
 
+    // --subject and --out: only the model, into the folder named.
+    let chosen = dir.path().join("chosen");
+    let subject = format!("vllm/{MODEL}");
+    succeeded(
+        cfeval(&[
+            "compare",
+            &run_a.display().to_string(),
+            &run_b.display().to_string(),
+            "--subject",
+            &subject,
+            "--resamples",
+            "200",
+            "--out",
+            &chosen.display().to_string(),
+        ]),
+        "cfeval compare --subject",
+    );
+    let chosen_rows = comparison_rows(&chosen);
+    assert!(chosen_rows.iter().all(|row| row.subject == subject));
+    assert_eq!(
+        chosen_rows.iter().filter(|row| row.metric == "regressed").count(),
+        regressed.len()
+    );
+    let output = cfeval(&[
+        "compare",
+        &run_a.display().to_string(),
+        &run_b.display().to_string(),
+        "--subject",
+        "vllm/nobody",
+    ]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("`vllm/nobody` has no judgments in either run"));
+
     // A run made with another pack is refused, and nothing is written.
     let other = dir.path().join("runs/other");
     copy_dir(&run_b, &other);
