@@ -6,7 +6,8 @@
 //! A got (partly) right must come out `regressed`, family D's difference
 //! must have an interval below 0 and every other family's must hold 0;
 //! the counts and McNemar p-values must be what the judgments say when
-//! counted here. A run of another pack is refused with the reason.
+//! counted here. A run judged under another catalog, and one made with
+//! another pack, are refused with the reason.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -79,6 +80,10 @@ fn server(run: PathBuf, ignore_surgery: bool) -> BackgroundServer {
 }
 
 fn write_pipeline(dir: &Path, name: &str, url: &str, with_control: bool) -> PathBuf {
+    write_pipeline_with(dir, name, url, with_control, &catalog())
+}
+
+fn write_pipeline_with(dir: &Path, name: &str, url: &str, with_control: bool, catalog: &str) -> PathBuf {
     let control = if with_control {
         "[[subjects]]\nname = \"control/reference\"\n"
     } else {
@@ -105,8 +110,7 @@ name = "rule"
 
 [aggregate]
 resamples = 50
-"#,
-        catalog = catalog()
+"#
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, text).expect("write pipeline");
@@ -303,6 +307,31 @@ fn compare_finds_exactly_the_regressed_family() {
     ]);
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("`vllm/nobody` has no judgments in either run"));
+
+    // A run judged under another catalog (one comment added) is refused.
+    let edited = dir.path().join("catalog.yaml");
+    let text = std::fs::read_to_string(catalog()).expect("catalog");
+    std::fs::write(&edited, format!("# edited\n{text}")).expect("write catalog");
+    let pipeline_c = write_pipeline_with(
+        dir.path(),
+        "c",
+        &server_a.openai_base_url(),
+        false,
+        &edited.display().to_string(),
+    );
+    run_pipeline(dir.path(), &pipeline_c, "runs/c");
+    let output = cfeval(&[
+        "compare",
+        &run_a.display().to_string(),
+        &dir.path().join("runs/c").display().to_string(),
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot be compared: the runs were judged under different catalogs"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("runs/c/compare-a").exists());
 
     // A run made with another pack is refused, and nothing is written.
     let other = dir.path().join("runs/other");
