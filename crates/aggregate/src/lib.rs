@@ -64,8 +64,13 @@
 //! | `human_failure_rate`, `judge_failure_rate` | `family` | share of CSS = 0 on the human-labelled tuples |
 //!
 //! Rank probabilities carry the number of usable resamples in `n_tuples`.
+//!
+//! [`compare`] pairs two runs of the same catalog (`cfeval compare`): per
+//! tuple fixed / regressed / same, paired differences with the same case
+//! bootstrap, and the exact McNemar test.
 
 pub mod accumulate;
+pub mod compare;
 pub mod error;
 pub mod human;
 pub mod scores;

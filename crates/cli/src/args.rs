@@ -39,6 +39,9 @@ pub enum Command {
     Judge(JudgeArgs),
     /// Aggregate judgments into scores with CIs and the report.
     Aggregate(AggregateArgs),
+    /// Compare two runs of one catalog (before/after): per tuple fixed,
+    /// regressed or same; paired differences B − A with CIs; McNemar tests.
+    Compare(CompareArgs),
     /// Run a pipeline file, resuming what is already done.
     Run(RunArgs),
     /// Say what is done, partial, stale or damaged in a run.
@@ -342,6 +345,29 @@ pub struct AggregateArgs {
     pub run: PathBuf,
     #[arg(long)]
     pub human_labels: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first run (before).
+    pub run_a: PathBuf,
+    /// The second run (after); differences are B − A.
+    pub run_b: PathBuf,
+    /// Compare only this subject (repeatable; default every subject).
+    #[arg(long = "subject")]
+    pub subjects: Vec<String>,
+    /// The judge whose verdicts are compared.
+    #[arg(long, default_value = "rule")]
+    pub judge: String,
+    /// The folder to write into (default `RUN_B/compare-<name of RUN_A>`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub resamples: u64,
+    /// Bootstrap seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,6 +7,7 @@
 
 mod aggregate_cmd;
 mod args;
+mod compare_cmd;
 mod driver;
 mod import_cmd;
 mod infer_cmd;
@@ -77,6 +78,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Infer(args) => infer_cmd::infer(&args, &mut std::io::stdout().lock()),
         Command::Judge(args) => judge_cmd::judge(&args, &mut std::io::stdout().lock()),
         Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),
+        Command::Compare(args) => compare_cmd::compare(&args, &mut std::io::stdout().lock()),
         Command::Run(args) => driver::run(&args, &mut std::io::stdout().lock()),
     }
 }

@@ -30,7 +30,11 @@
 //! judgments, no scores at all) shows as a "Not available" note with its
 //! reason. The same run gives byte-identical files: nothing in them depends
 //! on the clock.
+//!
+//! [`comparison`] writes the report of `cfeval compare` (`comparison.md`,
+//! `comparison.html` with a forest plot of the differences B − A).
 
+pub mod comparison;
 pub mod error;
 pub mod plots;
 

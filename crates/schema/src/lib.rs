@@ -1,7 +1,8 @@
 //! `cfeval-schema` owns every table cfeval writes and how it is written.
 //!
 //! - [`tables`]: the row types of `cases`, `variants`, `responses`,
-//!   `judgments`, `scores` and the quarantine tables, each with its Arrow
+//!   `judgments`, `scores`, the quarantine tables and `cfeval compare`'s
+//!   `comparison` (written outside runs), each with its Arrow
 //!   schema derived through [`Table`].
 //! - [`shard`]: the shard writer (schema checked per batch, ZSTD, bounded row
 //!   groups, rolled by size, `part-NNNNN.parquet`), the streaming reader, and

@@ -8,7 +8,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 
 use crate::error::{Error, Result};
-use crate::tables::{CaseRow, JudgmentRow, QuarantineRow, ResponseRow, ScoreRow, VariantRow};
+use crate::tables::{CaseRow, ComparisonRow, JudgmentRow, QuarantineRow, ResponseRow, ScoreRow, VariantRow};
 
 /// A cfeval table: a row type with a fixed Arrow schema.
 pub trait Table: Serialize + DeserializeOwned + Send + Sync + 'static {
@@ -77,6 +77,7 @@ impl_table!(ResponseRow, "responses");
 impl_table!(JudgmentRow, "judgments");
 impl_table!(ScoreRow, "scores");
 impl_table!(QuarantineRow, "quarantine");
+impl_table!(ComparisonRow, "comparison");
 
 /// The tables a run holds, by folder name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -348,3 +348,56 @@ pub struct ScoreRow {
     /// several subjects).
     pub prompt_set: Option<String>,
 }
+
+/// Table `comparison` (written by `cfeval compare RUN_A RUN_B` into its own
+/// folder, never into a run): run B against run A, paired over the tuples
+/// both runs decided.
+///
+/// - `level = overall` (`group = all`) and `family` (`group` = the family):
+///   one row per (subject, mode, level, group, metric) with `metric` `css`,
+///   `cms` (overall only, per case) or `spurious_shift` (the negative-control
+///   family); `difference` = `b_value − a_value` with the paired case
+///   bootstrap's percentile interval, the tuple outcomes (`fixed`,
+///   `regressed`, `same`) and the exact McNemar p-value of the "updated
+///   correctly" indicator (score 1).
+/// - `level = tuple`: one row per tuple that regressed (`metric = regressed`)
+///   and per tuple decided in one run only (`only_a`, `only_b`), with
+///   `case_id`, `intervention` and `sample`.
+/// - `level = subject`: a (subject, mode) judged in one run only (`only_a`,
+///   `only_b`), `n_tuples` its decided tuples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonRow {
+    /// The runs compared (their `run` names).
+    pub run_a: String,
+    pub run_b: String,
+    pub judge: String,
+    pub subject: String,
+    pub mode: String,
+    /// `overall`, `family`, `tuple` or `subject`.
+    pub level: String,
+    /// `all`, a family, or (tuple rows) the tuple's family.
+    pub group: String,
+    /// `css`, `cms`, `spurious_shift`; `regressed`, `only_a`, `only_b`.
+    pub metric: String,
+    /// Tuple rows: the tuple.
+    pub case_id: Option<String>,
+    pub intervention: Option<String>,
+    pub sample: Option<u32>,
+    /// The estimate (or the tuple's score) in run A and run B.
+    pub a_value: Option<f64>,
+    pub b_value: Option<f64>,
+    /// `b_value − a_value`.
+    pub difference: Option<f64>,
+    /// Percentile interval of the difference (paired case bootstrap).
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub n_cases: u64,
+    pub n_tuples: u64,
+    /// Matched tuples whose score rose, fell, or stayed.
+    pub fixed: u64,
+    pub regressed: u64,
+    pub same: u64,
+    /// Exact two-sided McNemar p-value on score = 1 (CSS and the control
+    /// family; none for CMS).
+    pub mcnemar_p: Option<f64>,
+}

@@ -2,11 +2,13 @@
 //! (jointly across families, [`clusters`]) with percentile and BCa
 //! intervals, rank probabilities from the same resamples ([`rank`]),
 //! Spearman's ρ with an exact permutation p-value, and Cohen's κ (unweighted,
-//! linear, quadratic; the CSS scale plus a nominal wrong-direction category).
+//! linear, quadratic; the CSS scale plus a nominal wrong-direction category),
+//! and the exact McNemar test of two paired binary outcomes ([`mcnemar`]).
 
 pub mod bootstrap;
 pub mod clusters;
 pub mod kappa;
+pub mod mcnemar;
 pub mod normal;
 pub mod rank;
 pub mod rng;
@@ -14,6 +16,7 @@ pub mod rng;
 pub use bootstrap::{BootstrapResult, Design, Estimate, Options, Series, Statistic, Term, bootstrap};
 pub use clusters::{Cells, Clustered, Resampling};
 pub use kappa::{Weights, cohen_kappa, css_kappa};
+pub use mcnemar::mcnemar_exact;
 pub use rank::{
     RankProbabilities, average_ranks, descending_ranks, rank_probabilities, spearman, spearman_exact,
 };

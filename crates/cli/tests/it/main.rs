@@ -2,6 +2,7 @@
 
 mod answers;
 mod bad_inputs;
+mod compare;
 mod concurrency;
 mod corruption;
 mod driver;

@@ -72,5 +72,15 @@ fn table_schemas_are_stable() {
             ));
         }
     }
+    // `cfeval compare`'s table, written outside runs.
+    text.push_str("# comparison\n");
+    for field in ComparisonRow::fields() {
+        text.push_str(&format!(
+            "{}: {}{}\n",
+            field.name(),
+            field.data_type(),
+            if field.is_nullable() { " (nullable)" } else { "" }
+        ));
+    }
     insta::assert_snapshot!(text);
 }
