@@ -239,7 +239,8 @@ impl<'a> Layout<'a> {
         if self.line_of(start).section == Some(Kind::RuledOutForward) {
             return true;
         }
-        let (clause_start, clause_end) = self.clause_of(start);
+        let (clause_start, _) = self.clause_of(start);
+        let (_, clause_end) = self.clause_of(self.past_open_bracket(start, end));
         let (_, sentence_end) = self.sentence_of(start);
         self.hits_in(Kind::RuledOutForward, clause_start, start)
             .any(|hit| self.words_between(hit.end, start) <= self.reach(hit))
@@ -249,6 +250,21 @@ impl<'a> Layout<'a> {
             || self
                 .hits_in(Kind::RuledOutBackward, clause_end.max(end), sentence_end.max(end))
                 .any(|hit| self.refers_back(hit.start))
+    }
+
+    /// Where a span's own clause goes on after it: past the `)` that closes
+    /// a bracket the span opened (`PML (progressive multifocal
+    /// leukoencephalopathy) is unlikely` reads the cue after the bracket).
+    fn past_open_bracket(&self, start: usize, end: usize) -> usize {
+        let text = &self.folded.text;
+        let span = &text[start..end];
+        if span.matches('(').count() > span.matches(')').count() {
+            let (_, sentence_end) = self.sentence_of(start);
+            if let Some(offset) = text[end..sentence_end.max(end)].find(')') {
+                return end + offset + 1;
+            }
+        }
+        end
     }
 
     /// Whether the clause of a backward cue at `cue` has a pronoun for its
@@ -418,6 +434,21 @@ mod tests {
             assert!(layout.is_ruled_out(start, end));
             let (start, end) = span("lems");
             assert!(!layout.is_ruled_out(start, end));
+        });
+    }
+
+    #[test]
+    fn a_backward_cue_reads_past_the_bracket_a_span_opened() {
+        let text = "Stroke (CVA) is unlikely. LEMS (or MG) is possible; botulism (toxin) fits";
+        with_layout(text, |layout| {
+            // The span ends inside its own bracket, as an abbreviation's does.
+            let start = at(text, "stroke");
+            assert!(layout.is_ruled_out(start, at(text, "cva") + 3));
+            let start = at(text, "lems");
+            assert!(!layout.is_ruled_out(start, at(text, "or mg") + 5));
+            // A bracket the span did not open still ends the clause.
+            let start = at(text, "botulism");
+            assert!(!layout.is_ruled_out(start, start + "botulism".len()));
         });
     }
 
