@@ -18,7 +18,11 @@
 //!    label holding one of the pack's `studies` words: biopsy, culture,
 //!    imaging, ECG… — routine panels are left out, since they are abnormal
 //!    in many diagnoses) that reads abnormal;
-//! 4. none: the case has no decisive test result, and the interventions that
+//! 4. `sole_abnormal_definitive_study`: when several studies read
+//!    abnormal, the only abnormal one of a study that establishes a
+//!    diagnosis by itself (the pack's `definitive_studies`: biopsy,
+//!    culture, stain… — a CT and a biopsy both abnormal: the biopsy);
+//! 5. none: the case has no decisive test result, and the interventions that
 //!    need one say so.
 //!
 //! A reference diagnosis the ontology does not know (a case cfeval has never
@@ -55,6 +59,11 @@ pub struct Lexicon {
     male: Vec<String>,
     ages: Vec<(Regex, f64)>,
     studies: Vec<String>,
+    definitive: Vec<String>,
+    range_cues: Vec<String>,
+    /// Where the result starts in a line with no `Label:` (`Peripheral
+    /// smear with schistocytes`): a number, a result cue, or an opener.
+    result_start: Regex,
     hash: String,
 }
 
@@ -100,6 +109,19 @@ struct RawLexicon {
     /// Optional: without it, no result is decisive by elimination.
     #[serde(default)]
     studies: Vec<String>,
+    /// Optional: the studies (a subset of `studies`' sense) that establish a
+    /// diagnosis by themselves (tissue, microbiology), which decide when
+    /// several studies read abnormal.
+    #[serde(default)]
+    definitive_studies: Vec<String>,
+    /// Optional: the words that open a reference range a value states
+    /// itself (`(reference range, 120 to 250)`).
+    #[serde(default)]
+    reference_range: Vec<String>,
+    /// Optional: words that open the result in a line with no `Label:`
+    /// (`with`, `showed`), besides numbers and the result cues.
+    #[serde(default)]
+    result_openers: Vec<String>,
 }
 
 const KINDS: &[&str] = &[
@@ -186,6 +208,23 @@ impl Lexicon {
             male,
             ages,
             studies: raw.studies.iter().map(|word| word.to_lowercase()).collect(),
+            definitive: raw
+                .definitive_studies
+                .iter()
+                .map(|word| word.to_lowercase())
+                .collect(),
+            range_cues: raw
+                .reference_range
+                .iter()
+                .map(|word| word.to_lowercase())
+                .collect(),
+            result_start: {
+                let mut words: Vec<String> = raw.result_openers.clone();
+                words.extend(raw.normal.iter().cloned());
+                words.extend(raw.abnormal.iter().cloned());
+                words.extend(raw.negation.iter().cloned());
+                words_pattern(&words).map_err(|error| invalid(error.to_string()))?
+            },
             hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
         })
     }
@@ -207,6 +246,68 @@ impl Lexicon {
         self.studies.iter().any(|word| contains_phrase(&label, word))
     }
 
+    /// Whether a test's label names a study that establishes a diagnosis by
+    /// itself (the pack's `definitive_studies` words).
+    pub fn is_definitive(&self, label: &str) -> bool {
+        let label = normal_label(label);
+        self.definitive.iter().any(|word| contains_phrase(&label, word))
+    }
+
+    /// Where the result starts in a line with no `Label:` (`Direct
+    /// antiglobulin test positive for C3d` → at `positive`; `Platelet count
+    /// 11,000 per cubic millimeter` → at `11,000`): the first number or
+    /// result cue after the first word. `None` when there is none.
+    fn result_start(&self, line: &str) -> Option<usize> {
+        let first_word_end = line.find(char::is_whitespace)?;
+        let digit = line[first_word_end..]
+            .char_indices()
+            .find(|&(at, c)| {
+                c.is_ascii_digit()
+                    && line[..first_word_end + at]
+                        .chars()
+                        .next_back()
+                        .is_some_and(char::is_whitespace)
+            })
+            .map(|(at, _)| first_word_end + at);
+        let cue = self
+            .result_start
+            .find_iter(line)
+            .map(|found| found.start())
+            .find(|&at| at > first_word_end);
+        [digit, cue].into_iter().flatten().min()
+    }
+
+    /// A value against the reference range it states itself: `35664 U per
+    /// liter (reference range, 120 to 250)` is abnormal, `494 (reference
+    /// range: 414 to 1123)` normal, `74% (reference value, <2%)` abnormal.
+    /// `None` when the value states no range, or no number before it.
+    fn against_stated_range(&self, lower: &str) -> Option<&'static str> {
+        // The cue opens a bracket: `(reference range, ...`.
+        let (cue_at, cue) = self
+            .range_cues
+            .iter()
+            .filter_map(|cue| {
+                lower
+                    .match_indices(cue.as_str())
+                    .find(|(at, _)| lower[..*at].trim_end().ends_with(['(', '[']))
+                    .map(|(at, _)| (at, cue))
+            })
+            .min_by_key(|(at, cue)| (*at, std::cmp::Reverse(cue.len())))?;
+        let value = *numbers(&lower[..cue_at]).first()?;
+        let range_text = &lower[cue_at + cue.len()..];
+        let range_text = &range_text[..range_text.find(')').unwrap_or(range_text.len())];
+        let bounds = numbers(range_text);
+        let below = range_text.contains('<') || range_text.contains('≤');
+        let above = range_text.contains('>') || range_text.contains('≥');
+        let within = match bounds[..] {
+            [low, high, ..] if !below && !above => low <= value && value <= high,
+            [limit, ..] if below => value <= limit,
+            [limit, ..] if above => value >= limit,
+            _ => return None,
+        };
+        Some(if within { "normal" } else { "abnormal" })
+    }
+
     /// BLAKE3 of the file.
     pub fn hash(&self) -> &str {
         &self.hash
@@ -222,6 +323,9 @@ impl Lexicon {
                 .any(|cue| lower == *cue || lower.starts_with(cue.as_str()))
         {
             return "unknown";
+        }
+        if let Some(status) = self.against_stated_range(&lower) {
+            return status;
         }
         if self.has_unnegated_abnormal(&lower) {
             return "abnormal";
@@ -370,7 +474,7 @@ struct Line {
 
 /// The `label: value` lines of a section (offsets into the source text). The
 /// section's own label (`Labs: `) is skipped on its first line.
-fn lines(source: &str, section: &Section) -> Vec<Line> {
+fn lines(source: &str, section: &Section, lexicon: Option<&Lexicon>) -> Vec<Line> {
     let (Some(start), Some(end)) = (section.span_start, section.span_end) else {
         return Vec::new();
     };
@@ -404,10 +508,21 @@ fn lines(source: &str, section: &Section) -> Vec<Line> {
                     value: value_start..value_start + trimmed.len(),
                 });
             }
-            None if !content.trim().is_empty() => out.push(Line {
-                label: String::new(),
-                value: content_start..content_start + content.trim_end().len(),
-            }),
+            None if !content.trim().is_empty() => {
+                let end = content_start + content.trim_end().len();
+                // A result stated without `Label:` is cut where its result
+                // starts, so the label names the test.
+                match lexicon.and_then(|lexicon| lexicon.result_start(content.trim_end())) {
+                    Some(at) => out.push(Line {
+                        label: content[..at].trim().to_string(),
+                        value: content_start + at..end,
+                    }),
+                    None => out.push(Line {
+                        label: String::new(),
+                        value: content_start..end,
+                    }),
+                }
+            }
             None => {}
         }
     }
@@ -445,7 +560,8 @@ pub fn read(lexicon: &Lexicon, source: &str, sections: &[Section]) -> Vec<Fact> 
         let Some(kind) = lexicon.sections.get(&section.name) else {
             continue;
         };
-        for line in lines(source, section) {
+        let results = matches!(kind.as_str(), "test_result" | "exam");
+        for line in lines(source, section, results.then_some(lexicon)) {
             let value = &source[line.value.clone()];
             match kind.as_str() {
                 "demographic" => {
@@ -508,9 +624,7 @@ pub fn read(lexicon: &Lexicon, source: &str, sections: &[Section]) -> Vec<Fact> 
                     } else {
                         line.label.clone()
                     };
-                    if kind == "exam"
-                        && let Some(vital) = lexicon.vital(&label)
-                    {
+                    if let Some(vital) = lexicon.vital(&label) {
                         let status = lexicon.classify_vital(vital, value);
                         facts.push(fact(
                             "vital",
@@ -582,6 +696,13 @@ pub fn decisive(
         (Some(found), "confirming")
     } else if let [only] = abnormal.as_slice() {
         (Some(*only), "sole_abnormal_study")
+    } else if let [only] = abnormal
+        .iter()
+        .filter(|fact| lexicon.is_definitive(&fact.name))
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        (Some(**only), "sole_abnormal_definitive_study")
     } else if diagnosis.is_none() {
         (None, "reference_not_in_ontology")
     } else {
@@ -683,6 +804,58 @@ mod tests {
     }
 
     #[test]
+    fn a_result_without_a_label_is_cut_where_its_result_starts() {
+        let lexicon = lexicon();
+        fn cut<'a>(lexicon: &Lexicon, line: &'a str) -> Option<(&'a str, &'a str)> {
+            lexicon.result_start(line).map(|at| (&line[..at], &line[at..]))
+        }
+        let cut = |line| cut(&lexicon, line);
+        assert_eq!(
+            cut("Direct antiglobulin test positive for C3d"),
+            Some(("Direct antiglobulin test ", "positive for C3d"))
+        );
+        assert_eq!(
+            cut("Platelet count 11,000 per cubic millimeter"),
+            Some(("Platelet count ", "11,000 per cubic millimeter"))
+        );
+        assert_eq!(
+            cut("CT of the head without acute abnormality"),
+            Some(("CT of the head ", "without acute abnormality"))
+        );
+        assert_eq!(
+            cut("Peripheral smear with numerous schistocytes"),
+            Some(("Peripheral smear ", "with numerous schistocytes"))
+        );
+        // A digit inside a word (`HbA1c`) starts nothing; a lone word has no cut.
+        assert_eq!(cut("HbA1c 9.1%"), Some(("HbA1c ", "9.1%")));
+        assert_eq!(cut("Haptoglobin"), None);
+    }
+
+    #[test]
+    fn a_value_is_read_against_the_range_it_states() {
+        let lexicon = lexicon();
+        let classify = |value: &str| lexicon.classify(value);
+        assert_eq!(
+            classify("35664 U per liter (reference range, 120 to 250)"),
+            "abnormal"
+        );
+        assert_eq!(
+            classify("494 per cubic millimeter (Reference range: 414 to 1123)"),
+            "normal"
+        );
+        assert_eq!(classify("74% eosinophils (reference value, <2%)"), "abnormal");
+        assert_eq!(
+            classify("450 copies per milliliter (reference range, <20)"),
+            "abnormal"
+        );
+        assert_eq!(classify("Sodium 140 mmol/L (normal 135-145)"), "normal");
+        assert_eq!(classify("eGFR 50 (normal, >60)"), "abnormal");
+        // A cue that opens no bracket, or a bracket with no range, decides nothing.
+        assert_eq!(classify("Normal (within normal limits)"), "normal");
+        assert_eq!(classify("12,000/mm3 (normal)"), "unknown");
+    }
+
+    #[test]
     fn vitals_are_read_against_their_ranges() {
         let lexicon = lexicon();
         let bp = lexicon.vital("Vital Signs - Blood Pressure").unwrap();
@@ -748,6 +921,16 @@ mod tests {
             test_fact("Skin Biopsy - Findings", "abnormal", "Epidermal necrosis"),
         ];
         let (facts, rule) = decisive(&lexicon, &empty, &two, "Unheard-of syndrome");
+        assert_eq!(
+            (rule, facts[0].value.as_str()),
+            ("sole_abnormal_definitive_study", "Skin Biopsy - Findings")
+        );
+        let two_definitive = [
+            test_fact("Chest CT - Findings", "abnormal", "Mass"),
+            test_fact("Skin Biopsy - Findings", "abnormal", "Epidermal necrosis"),
+            test_fact("Wound culture", "abnormal", "Grew S. aureus"),
+        ];
+        let (facts, rule) = decisive(&lexicon, &empty, &two_definitive, "Unheard-of syndrome");
         assert_eq!((rule, facts.len()), ("reference_not_in_ontology", 0));
         let routine = [test_fact(
             "Complete Blood Count - Platelets",

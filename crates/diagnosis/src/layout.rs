@@ -236,6 +236,9 @@ impl<'a> Layout<'a> {
     /// Whether a span is ruled out: a forward cue shortly before it or a
     /// backward cue shortly after it in its clause, or a rule-out section.
     pub fn is_ruled_out(&self, start: usize, end: usize) -> bool {
+        // A name that fills a bracket (`X (TTP)`) is read where the bracket
+        // stands: it glosses the phrase before it.
+        let (start, end) = self.bracket_filled_by(start, end).unwrap_or((start, end));
         if self.line_of(start).section == Some(Kind::RuledOutForward) {
             return true;
         }
@@ -250,6 +253,19 @@ impl<'a> Layout<'a> {
             || self
                 .hits_in(Kind::RuledOutBackward, clause_end.max(end), sentence_end.max(end))
                 .any(|hit| self.refers_back(hit.start))
+    }
+
+    /// The bracket `(...)` a span fills (only spaces between them), as
+    /// (the `(`, past the `)`).
+    fn bracket_filled_by(&self, start: usize, end: usize) -> Option<(usize, usize)> {
+        let text = &self.folded.text;
+        let open = text[..start].trim_end();
+        let close = text[end..].trim_start();
+        (open.ends_with('(') && close.starts_with(')')).then(|| {
+            let open_at = open.len() - 1;
+            let close_at = text.len() - close.len();
+            (open_at, close_at + 1)
+        })
     }
 
     /// Where a span's own clause goes on after it: past the `)` that closes
@@ -449,6 +465,20 @@ mod tests {
             // A bracket the span did not open still ends the clause.
             let start = at(text, "botulism");
             assert!(!layout.is_ruled_out(start, start + "botulism".len()));
+        });
+    }
+
+    #[test]
+    fn a_name_filling_a_bracket_is_read_where_the_bracket_stands() {
+        let text = "Not thrombotic purpura (TTP). Stroke (CVA) is unlikely. LEMS (MG) is likely";
+        with_layout(text, |layout| {
+            let span = |word: &str| (at(text, word), at(text, word) + word.len());
+            let (start, end) = span("ttp");
+            assert!(layout.is_ruled_out(start, end));
+            let (start, end) = span("cva");
+            assert!(layout.is_ruled_out(start, end));
+            let (start, end) = span("(mg");
+            assert!(!layout.is_ruled_out(start + 1, end));
         });
     }
 

@@ -691,10 +691,10 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
         reference.facts.extend(decisive);
         let said = match rule {
             "none" => {
-                "none: no test result names the diagnosis or holds one of its confirming phrases (ontology), and no single study result is abnormal"
+                "none: no test result names the diagnosis or holds one of its confirming phrases (ontology), and neither one study result alone, nor one definitive study (biopsy, culture…) alone, reads abnormal"
             }
             "reference_not_in_ontology" => {
-                "none: the diagnosis is not in the pack's ontology, no test result names it, and no single study result is abnormal"
+                "none: the diagnosis is not in the pack's ontology, no test result names it, and neither one study result alone, nor one definitive study alone, reads abnormal"
             }
             chosen => chosen,
         };

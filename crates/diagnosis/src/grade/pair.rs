@@ -100,8 +100,42 @@ fn leader_changed(reader: &Reader, reference: &Reference<'_>, baseline: &Reading
 }
 
 /// Whether an answer names the changed item (a test by its synonyms, else
-/// most of the item's words).
-fn mentions_item(reader: &Reader, answer: &str, item: Option<&str>) -> bool {
+/// most of the item's words) outside the names of the diagnoses it states:
+/// `Anti-NMDA receptor encephalitis` does not name the test `Anti-NMDA
+/// receptor antibodies`, while `MG with respiratory failure` names the
+/// finding `respiratory failure`.
+fn mentions_item(reader: &Reader, answer: &str, reading: &Reading, item: Option<&str>) -> bool {
+    let mut outside = answer.to_string();
+    let mut blank = |start: usize, end: usize| {
+        if outside.is_char_boundary(start) && outside.is_char_boundary(end) && start < end {
+            let spaces = " ".repeat(end - start);
+            outside.replace_range(start..end, &spaces);
+        }
+    };
+    let mentions = reading
+        .leading
+        .iter()
+        .chain(&reading.differential)
+        .chain(&reading.ruled_out);
+    for mention in mentions {
+        let known = mention
+            .id
+            .as_deref()
+            .and_then(|id| reader.ontology().diagnosis(id));
+        let Some(diagnosis) = known else {
+            // A diagnosis the ontology does not know: the phrase is its name.
+            blank(mention.start, mention.end);
+            continue;
+        };
+        let text = mention.text.to_ascii_lowercase();
+        for name in std::iter::once(&diagnosis.name).chain(&diagnosis.synonyms) {
+            let name = name.to_ascii_lowercase();
+            for (at, _) in text.match_indices(name.as_str()) {
+                blank(mention.start + at, mention.start + at + name.len());
+            }
+        }
+    }
+    let answer = outside.as_str();
     item.is_some_and(|item| {
         // `Acetylcholine receptor antibody: positive (12 nmol/L)` is named
         // by its name, before its value.
@@ -135,7 +169,7 @@ pub fn judge_pair(
     let before = reader.read(baseline);
     let after = reader.read(variant);
     let changed = leader_changed(reader, &reference, &before, &after);
-    let item = mentions_item(reader, variant, expectation.changed_item);
+    let item = mentions_item(reader, variant, &after, expectation.changed_item);
     let leader = |reading: &Reading| {
         reading
             .leading
@@ -351,6 +385,28 @@ mod tests {
         assert_eq!(
             judged("Diagnosis: LEMS", "Diagnosis: LEMS", expectation),
             PairLabel::Ignored
+        );
+        // A test named only inside a diagnosis's own name is not named.
+        let named_alike = Expectation {
+            diagnosis_away: true,
+            changed_item: Some("Lambert-Eaton antibodies"),
+            ..Expectation::default()
+        };
+        assert_eq!(
+            judged(
+                "Diagnosis: MG",
+                "Diagnosis: MG. Lambert-Eaton myasthenic syndrome is unlikely.",
+                named_alike
+            ),
+            PairLabel::Ignored
+        );
+        assert_eq!(
+            judged(
+                "Diagnosis: MG",
+                "Diagnosis: MG; the Lambert-Eaton antibodies are negative.",
+                named_alike
+            ),
+            PairLabel::AcknowledgedUnchanged
         );
     }
 

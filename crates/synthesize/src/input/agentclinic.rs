@@ -65,14 +65,7 @@ fn render(value: &Value, prefix: &str, lines: &mut Vec<String>) {
 
 /// A case from one AgentClinic line.
 pub fn case_from_line(line: &str, path: &Path, number: u64) -> Result<RawCase, String> {
-    let value: Value =
-        serde_json::from_str(line).map_err(|error| format!("line {number}: malformed JSON: {error}"))?;
-    let Value::Object(mut top) = value else {
-        return Err(format!(
-            "line {number}: expected a JSON object, found {}",
-            super::fields::kind_of(&value)
-        ));
-    };
+    let mut top = super::fields::object_of_line(line, number)?;
     let Some(Value::Object(osce)) = top.remove("OSCE_Examination") else {
         return Err(format!(
             "line {number}: no `OSCE_Examination` object (is this an AgentClinic OSCE file?)"

@@ -39,15 +39,20 @@ pub fn case_from_object(
     path: &Path,
     number: u64,
 ) -> Result<RawCase, String> {
+    case_from_map(object_of_line(line, number)?, format, path, number)
+}
+
+/// The JSON object a line holds, or why it holds none.
+pub(super) fn object_of_line(line: &str, number: u64) -> Result<serde_json::Map<String, Value>, String> {
     let value: Value =
         serde_json::from_str(line).map_err(|error| format!("line {number}: malformed JSON: {error}"))?;
-    let Value::Object(object) = value else {
-        return Err(format!(
+    match value {
+        Value::Object(object) => Ok(object),
+        other => Err(format!(
             "line {number}: expected a JSON object, found {}",
-            kind_of(&value)
-        ));
-    };
-    case_from_map(object, format, path, number)
+            kind_of(&other)
+        )),
+    }
 }
 
 /// A value's kind and a short view of it, for a message: `null`, `a

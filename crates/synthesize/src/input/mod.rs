@@ -1,11 +1,13 @@
 //! Reading raw cases: free text, JSON lines (a text field and/or per-field
-//! columns, with optional reference), AgentClinic OSCE JSON lines and CSV.
+//! columns, with optional reference), AgentClinic OSCE and NEJM JSON lines
+//! and CSV.
 //! Format detection, and quarantine of bad inputs with the reason.
 
 mod agentclinic;
 mod csv;
 mod duplicates;
 mod fields;
+mod nejm;
 
 pub use duplicates::Duplicates;
 
@@ -270,7 +272,7 @@ pub fn detect(path: &Path, bytes: &[u8]) -> Result<InputFormat> {
     let agentclinic = first_line.is_some_and(|line| {
         serde_json::from_slice::<serde_json::Value>(line)
             .ok()
-            .is_some_and(|value| value.get("OSCE_Examination").is_some())
+            .is_some_and(|value| value.get("OSCE_Examination").is_some() || nejm::looks_like(&value))
     });
     match extension.as_deref() {
         Some("jsonl" | "ndjson" | "json") if agentclinic => Ok(InputFormat::Agentclinic),
@@ -481,6 +483,7 @@ fn line_item(path: &Path, line: &Line, max_case_bytes: usize, format: InputForma
         }
     };
     let parsed = match format {
+        InputFormat::Agentclinic if is_nejm(text) => nejm::case_from_line(text, path, number),
         InputFormat::Agentclinic => agentclinic::case_from_line(text, path, number),
         _ => fields::case_from_object(text, "jsonl", path, number),
     };
@@ -488,6 +491,12 @@ fn line_item(path: &Path, line: &Line, max_case_bytes: usize, format: InputForma
         Ok(case) => Item::Case(case),
         Err(reason) => rejected(reason, text.as_bytes()),
     }
+}
+
+/// Whether an AgentClinic line is a NEJM case (`physical_exams` and
+/// `answers`) rather than an OSCE one.
+fn is_nejm(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|value| nejm::looks_like(&value))
 }
 
 /// A text file (`bytes`: at most its first `max_case_bytes + 1` bytes; `size`:
