@@ -64,6 +64,8 @@ pub struct Lexicon {
     /// Where the result starts in a line with no `Label:` (`Peripheral
     /// smear with schistocytes`): a number, a result cue, or an opener.
     result_start: Regex,
+    /// The `result_openers` words, lower case.
+    openers: Vec<String>,
     hash: String,
 }
 
@@ -225,6 +227,11 @@ impl Lexicon {
                 words.extend(raw.negation.iter().cloned());
                 words_pattern(&words).map_err(|error| invalid(error.to_string()))?
             },
+            openers: raw
+                .result_openers
+                .iter()
+                .map(|word| word.to_lowercase())
+                .collect(),
             hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
         })
     }
@@ -315,7 +322,17 @@ impl Lexicon {
 
     /// `normal`, `abnormal` or `unknown` for a result as written.
     pub fn classify(&self, value: &str) -> &'static str {
-        let lower = value.trim().to_lowercase();
+        let mut lower = value.trim().to_lowercase();
+        // A result that opens with an opener (`with normal coronary
+        // arteries`, `showed no mass`) reads from the word after it.
+        if let Some(rest) = self.openers.iter().find_map(|opener| {
+            lower
+                .strip_prefix(opener.as_str())
+                .filter(|rest| rest.starts_with(' '))
+                .map(|rest| rest.trim_start().to_string())
+        }) {
+            lower = rest;
+        }
         if lower.is_empty()
             || self
                 .unavailable
@@ -672,7 +689,20 @@ pub fn decisive(
         .filter(|name| name.chars().count() >= 4)
         .collect();
     names.extend(own_names(reference));
-    let tests = || facts.iter().filter(|fact| fact.kind == "test_result");
+    // A result is decisive only where its label names it alone: an edit or
+    // an order of a label that several results share (`Imaging studies:`
+    // three findings) would not say which one it means.
+    let label_count = |name: &str| {
+        facts
+            .iter()
+            .filter(|fact| fact.kind == "test_result" && fact.name == name)
+            .count()
+    };
+    let tests = || {
+        facts
+            .iter()
+            .filter(move |fact| fact.kind == "test_result" && label_count(&fact.name) == 1)
+    };
     let names_it = |fact: &&Fact| {
         let value = fact.span_text.to_lowercase();
         names.iter().any(|name| contains_phrase(&value, name))
@@ -690,19 +720,31 @@ pub fn decisive(
     let abnormal: Vec<&Fact> = tests()
         .filter(|fact| fact.value == "abnormal" && lexicon.is_study(&fact.name))
         .collect();
-    let (chosen, rule) = if let Some(found) = tests().find(names_it) {
-        (Some(found), "names_diagnosis")
-    } else if let Some(found) = tests().find(confirms) {
-        (Some(found), "confirming")
-    } else if let [only] = abnormal.as_slice() {
-        (Some(*only), "sole_abnormal_study")
-    } else if let [only] = abnormal
+    let definitive: Vec<&Fact> = abnormal
         .iter()
+        .copied()
         .filter(|fact| lexicon.is_definitive(&fact.name))
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        (Some(**only), "sole_abnormal_definitive_study")
+        .collect();
+    // A result that names or confirms the diagnosis decides only if no
+    // definitive study besides it reads abnormal: with a biopsy showing
+    // giant-cell arteritis, a normal ESR would not move the diagnosis.
+    let stands_alone = |found: &&Fact| {
+        lexicon.is_definitive(&found.name) || definitive.iter().all(|other| other.name == found.name)
+    };
+    let named = tests().find(names_it).or_else(|| tests().find(confirms));
+    let (chosen, rule) = if let Some(found) = named.filter(stands_alone) {
+        let rule = if names_it(&found) {
+            "names_diagnosis"
+        } else {
+            "confirming"
+        };
+        (Some(found), rule)
+    } else if let (None, [only]) = (named, abnormal.as_slice()) {
+        (Some(*only), "sole_abnormal_study")
+    } else if let [only] = definitive.as_slice() {
+        (Some(*only), "sole_abnormal_definitive_study")
+    } else if named.is_some() {
+        (None, "several_definitive_studies")
     } else if diagnosis.is_none() {
         (None, "reference_not_in_ontology")
     } else {
@@ -850,6 +892,9 @@ mod tests {
         );
         assert_eq!(classify("Sodium 140 mmol/L (normal 135-145)"), "normal");
         assert_eq!(classify("eGFR 50 (normal, >60)"), "abnormal");
+        // An opener is read past.
+        assert_eq!(classify("with normal coronary artery dimensions"), "normal");
+        assert_eq!(classify("showed no mass"), "normal");
         // A cue that opens no bracket, or a bracket with no range, decides nothing.
         assert_eq!(classify("Normal (within normal limits)"), "normal");
         assert_eq!(classify("12,000/mm3 (normal)"), "unknown");
@@ -941,6 +986,62 @@ mod tests {
         assert!(
             facts.is_empty(),
             "a routine panel is never decisive by elimination"
+        );
+    }
+
+    #[test]
+    fn a_confirming_result_decides_only_where_no_definitive_study_stands_besides_it() {
+        let empty =
+            Ontology::parse("version: 1\ndiagnoses: []\n", "version: 1\ntests: []\n", "empty").unwrap();
+        let lexicon = lexicon();
+        let with_biopsy = [
+            test_fact("ESR", "abnormal", "96 mm/hr, typical of giant cell arteritis"),
+            test_fact("Temporal artery biopsy", "abnormal", "Granulomas"),
+        ];
+        let (facts, rule) = decisive(&lexicon, &empty, &with_biopsy, "Giant cell arteritis");
+        assert_eq!(
+            (rule, facts[0].value.as_str()),
+            ("sole_abnormal_definitive_study", "Temporal artery biopsy")
+        );
+        let two = [
+            test_fact("ESR", "abnormal", "96 mm/hr, typical of giant cell arteritis"),
+            test_fact("Temporal artery biopsy", "abnormal", "Granulomas"),
+            test_fact("Blood culture", "abnormal", "Grew streptococci"),
+        ];
+        let (facts, rule) = decisive(&lexicon, &empty, &two, "Giant cell arteritis");
+        assert_eq!((rule, facts.len()), ("several_definitive_studies", 0));
+        // A definitive study that names the diagnosis decides over others.
+        let named = [
+            test_fact("Temporal artery biopsy", "abnormal", "Giant cell arteritis"),
+            test_fact("Blood culture", "abnormal", "Grew streptococci"),
+        ];
+        let (facts, rule) = decisive(&lexicon, &empty, &named, "Giant cell arteritis");
+        assert_eq!(
+            (rule, facts[0].value.as_str()),
+            ("names_diagnosis", "Temporal artery biopsy")
+        );
+    }
+
+    #[test]
+    fn a_label_several_results_share_is_never_decisive() {
+        let empty =
+            Ontology::parse("version: 1\ndiagnoses: []\n", "version: 1\ntests: []\n", "empty").unwrap();
+        let lexicon = lexicon();
+        let shared = [
+            test_fact("Imaging studies", "abnormal", "Pleural effusion"),
+            test_fact("Imaging studies", "abnormal", "Liver metastases"),
+        ];
+        let (facts, _) = decisive(&lexicon, &empty, &shared, "Unheard-of syndrome");
+        assert!(facts.is_empty(), "{facts:?}");
+        let named = [
+            test_fact("Biopsy", "abnormal", "Sarcoidosis"),
+            test_fact("Biopsy", "normal", "No sarcoidosis"),
+            test_fact("Chest CT", "abnormal", "Hilar nodes"),
+        ];
+        let (facts, rule) = decisive(&lexicon, &empty, &named, "Sarcoidosis");
+        assert_eq!(
+            (rule, facts[0].value.as_str()),
+            ("sole_abnormal_study", "Chest CT")
         );
     }
 

@@ -237,8 +237,12 @@ impl<'a> Layout<'a> {
     /// backward cue shortly after it in its clause, or a rule-out section.
     pub fn is_ruled_out(&self, start: usize, end: usize) -> bool {
         // A name that fills a bracket (`X (TTP)`) is read where the bracket
-        // stands: it glosses the phrase before it.
-        let (start, end) = self.bracket_filled_by(start, end).unwrap_or((start, end));
+        // stands: it glosses the phrase before it, so a forward cue reaches
+        // it across that phrase too (about a word a letter of an
+        // abbreviation: `not thrombotic thrombocytopenic purpura (TTP)`).
+        let gloss = self.bracket_filled_by(start, end);
+        let allowance = gloss.map_or(0, |_| gloss_words(&self.folded.text[start..end]));
+        let (start, end) = gloss.unwrap_or((start, end));
         if self.line_of(start).section == Some(Kind::RuledOutForward) {
             return true;
         }
@@ -246,7 +250,7 @@ impl<'a> Layout<'a> {
         let (_, clause_end) = self.clause_of(self.past_open_bracket(start, end));
         let (_, sentence_end) = self.sentence_of(start);
         self.hits_in(Kind::RuledOutForward, clause_start, start)
-            .any(|hit| self.words_between(hit.end, start) <= self.reach(hit))
+            .any(|hit| self.words_between(hit.end, start) <= self.reach(hit) + allowance)
             || self
                 .hits_in(Kind::RuledOutBackward, end, clause_end.max(end))
                 .any(|hit| self.words_between(end, hit.start) <= BACKWARD_REACH)
@@ -274,6 +278,17 @@ impl<'a> Layout<'a> {
     fn past_open_bracket(&self, start: usize, end: usize) -> usize {
         let text = &self.folded.text;
         let span = &text[start..end];
+        // A bracket right after the span glosses it (`TTP (thrombotic ...)
+        // no longer fits`, `thrombotic ... purpura (TTP) no longer fits`):
+        // the clause goes on past it.
+        let after = text[end..].trim_start();
+        if after.starts_with('(') {
+            let open = text.len() - after.len();
+            let (_, sentence_end) = self.sentence_of(start);
+            if let Some(offset) = text[open..sentence_end.max(open)].find(')') {
+                return open + offset + 1;
+            }
+        }
         if span.matches('(').count() > span.matches(')').count() {
             let (_, sentence_end) = self.sentence_of(start);
             if let Some(offset) = text[end..sentence_end.max(end)].find(')') {
@@ -390,6 +405,17 @@ impl<'a> Layout<'a> {
     }
 }
 
+/// About how many words a bracketed gloss stands for: a letter a word
+/// for a one-word abbreviation (`TTP`: 3), else its own words; at most 6.
+fn gloss_words(gloss: &str) -> usize {
+    let words: Vec<&str> = gloss.split_whitespace().collect();
+    let count = match words.as_slice() {
+        [one] => one.chars().filter(|c| c.is_alphabetic()).count(),
+        many => many.len(),
+    };
+    count.min(6)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,6 +492,14 @@ mod tests {
             let start = at(text, "botulism");
             assert!(!layout.is_ruled_out(start, start + "botulism".len()));
         });
+        // A gloss right after the span: the cue after the gloss reaches it.
+        let text = "So thrombotic purpura (TTP) no longer fits. Botulism (toxin), then stroke is unlikely";
+        with_layout(text, |layout| {
+            let start = at(text, "thrombotic");
+            assert!(layout.is_ruled_out(start, start + "thrombotic purpura".len()));
+            let start = at(text, "botulism");
+            assert!(!layout.is_ruled_out(start, start + "botulism".len()));
+        });
     }
 
     #[test]
@@ -479,6 +513,15 @@ mod tests {
             assert!(layout.is_ruled_out(start, end));
             let (start, end) = span("(mg");
             assert!(!layout.is_ruled_out(start + 1, end));
+        });
+        // The cue reaches the gloss across the phrase it glosses, and no
+        // further.
+        let text = "Diagnosis: not thrombotic thrombocytopenic purpura (TTP). Not a case of typical thrombotic thrombocytopenic purpura in an adult (TTP)";
+        with_layout(text, |layout| {
+            let first = at(text, "ttp");
+            assert!(layout.is_ruled_out(first, first + 3));
+            let second = at(&text[first + 3..], "ttp") + first + 3;
+            assert!(!layout.is_ruled_out(second, second + 3));
         });
     }
 

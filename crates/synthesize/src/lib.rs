@@ -693,6 +693,9 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
             "none" => {
                 "none: no test result names the diagnosis or holds one of its confirming phrases (ontology), and neither one study result alone, nor one definitive study (biopsy, culture…) alone, reads abnormal"
             }
+            "several_definitive_studies" => {
+                "none: a result names or confirms the diagnosis, but several definitive studies (biopsy, culture…) read abnormal, so no one result decides"
+            }
             "reference_not_in_ontology" => {
                 "none: the diagnosis is not in the pack's ontology, no test result names it, and neither one study result alone, nor one definitive study alone, reads abnormal"
             }

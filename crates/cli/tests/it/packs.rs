@@ -10,6 +10,10 @@
 //!   failure, each intervention applies to at least 40 cases or says why
 //!   not, and the reference control scores CSS ≥ 0.98 on F1–F4 with the
 //!   constant control at 0.
+//! - AgentClinic NEJM cases (`tests/data/nejm-style`: twelve hand-written
+//!   cases in that format) convert with the same pack, the controls score
+//!   as defined, and the decisive result cfeval picks is compared with the
+//!   one the cases' writer named (`decisive.tsv`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -248,4 +252,111 @@ fn the_osce_cases_convert_and_the_controls_score_as_defined() {
     }
     let constant = css(&scores, "control/constant", "overall", "all").expect("constant CSS");
     assert_eq!(constant.value, 0.0, "constant CSS");
+}
+
+/// Whether cfeval's decisive result is the one the writer named: every
+/// word of cfeval's label (its heading aside) is in the writer's words.
+fn same_result(chosen: &str, written: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|word| word.len() > 1)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let written = words(written);
+    let own = chosen.rsplit(" - ").next().unwrap_or(chosen);
+    let own = words(own);
+    !own.is_empty() && own.iter().all(|word| written.contains(word))
+}
+
+#[test]
+fn nejm_cases_convert_and_the_controls_score_as_defined() {
+    let root = workspace_root();
+    let cases = root.join("tests/data/nejm-style/cases.jsonl");
+    let pack = root.join("data/packs/general-medicine");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = pipeline(dir.path(), "nejm", &pack, &cases);
+    let run = run_pipeline(dir.path(), &file, "nejm");
+    let quarantine = succeeded(
+        cfeval_in(
+            dir.path(),
+            &["show", "cases_quarantine", "--run", &run.display().to_string()],
+        ),
+        "show quarantine",
+    );
+    assert!(
+        quarantine.trim().is_empty(),
+        "no case is quarantined:\n{quarantine}"
+    );
+    let cases: Vec<cfeval_schema::CaseRow> = rows(&run);
+    assert_eq!(cases.len(), 12);
+    for case in &cases {
+        assert_eq!(case.source_format, "agentclinic_nejm");
+        for fact in &case.facts {
+            let span = case
+                .source_text
+                .get(fact.span_start as usize..fact.span_end as usize);
+            assert_eq!(
+                span,
+                Some(fact.span_text.as_str()),
+                "{}: {fact:?}",
+                case.source_id
+            );
+        }
+    }
+    let gold = std::fs::read_to_string(root.join("tests/data/nejm-style/decisive.tsv")).expect("gold");
+    let gold: BTreeMap<u64, &str> = gold
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            Some((fields.next()?.parse().ok()?, fields.nth(1)?))
+        })
+        .collect();
+    let (mut chosen, mut agreed, mut named) = (0, 0, 0);
+    for case in &cases {
+        let line = case.source_line.expect("a line");
+        let written = gold[&line];
+        let decisive = case
+            .reference
+            .facts
+            .iter()
+            .find(|fact| fact.kind == "decisive" && fact.name == "test_result");
+        named += usize::from(written != "none");
+        if let Some(fact) = decisive {
+            chosen += 1;
+            agreed += usize::from(same_result(&fact.value, written));
+        }
+    }
+    eprintln!(
+        "NEJM-style decisive results: cfeval chose {chosen} of 12, the writer named {named}; {agreed} of cfeval's choices are the writer's"
+    );
+    // What the rule measured when this test was written (3 of 5), as a floor.
+    assert!(
+        agreed >= 3 && chosen - agreed <= 2,
+        "chosen {chosen}, agreed {agreed}"
+    );
+
+    let scores: Vec<ScoreRow> = rows(&run);
+    let reference = css(&scores, "control/reference", "overall", "all").expect("reference CSS");
+    assert!(reference.value >= 0.98, "reference CSS {}", reference.value);
+    let constant = css(&scores, "control/constant", "overall", "all").expect("constant CSS");
+    assert_eq!(constant.value, 0.0, "constant CSS");
+}
+
+#[test]
+fn a_result_is_the_writers_when_its_words_are() {
+    assert!(same_result(
+        "Right temporal artery biopsy",
+        "Right temporal artery biopsy"
+    ));
+    assert!(same_result(
+        "Cerebrospinal fluid - Anti-NMDA receptor (GluN1) IgG antibodies",
+        "Anti-NMDA receptor (GluN1) IgG antibodies (CSF)"
+    ));
+    assert!(!same_result(
+        "Peripheral blood smear - Thick smear",
+        "Thin smear (peripheral blood smear)"
+    ));
+    assert!(!same_result("ESR", "none"));
 }

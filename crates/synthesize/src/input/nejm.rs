@@ -58,7 +58,7 @@ pub fn case_from_line(line: &str, path: &Path, number: u64) -> Result<RawCase, S
         "Question".to_string(),
         "Objective: What is the most likely diagnosis?".to_string(),
     )];
-    let account = items(&patient);
+    let account = items(&patient, Grouping::EachItem);
     // The patient's first sentence with a number in it says who they are
     // (`You are a 9-year-old boy`); an actor's introduction comes before it.
     let who = account
@@ -81,7 +81,7 @@ pub fn case_from_line(line: &str, path: &Path, number: u64) -> Result<RawCase, S
             ));
         }
     }
-    let results = items(&exams);
+    let results = items(&exams, Grouping::OneLinePerTest);
     if results.len() > 1 || results.iter().any(|item| item.label.is_some()) {
         let lines: Vec<String> = results.iter().map(Item::line).collect();
         sections.push(("labs".into(), "Test results".into(), lines.join("\n")));
@@ -160,74 +160,114 @@ impl Item {
     }
 }
 
+/// How the items with no label of their own under one heading are kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Grouping {
+    /// Each its own line (the patient's account: one symptom a line).
+    EachItem,
+    /// One line under the heading, the items joined by `; ` (results:
+    /// `Imaging studies: effusion; liver metastases` is one study, so that
+    /// an edit or an order of it means all it found).
+    OneLinePerTest,
+}
+
 /// The items of a free-text list, headings applied.
-fn items(text: &str) -> Vec<Item> {
-    let mut out = Vec::new();
+fn items(text: &str, grouping: Grouping) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::new();
     let mut heading: Option<String> = None;
+    // Whether the last item is an unlabelled one under the current heading.
+    let mut open_group = false;
     for piece in pieces(text) {
-        let (body, next_heading) = trailing_heading(&piece);
+        let (body, next_heading) = trailing_heading(&piece.text, piece.listed);
         let body = body.trim();
         if !body.is_empty() {
-            let item = match label_split(body) {
-                Some((label, value)) => Item {
-                    label: Some(match &heading {
-                        Some(heading) => format!("{heading} - {label}"),
-                        None => label.to_string(),
-                    }),
-                    value: value.to_string(),
+            match label_split(body) {
+                Some((label, value)) => {
+                    out.push(Item {
+                        label: Some(match &heading {
+                            Some(heading) => format!("{heading} - {label}"),
+                            None => label.to_string(),
+                        }),
+                        value: value.to_string(),
+                    });
+                    open_group = false;
+                }
+                None => match out.last_mut() {
+                    Some(last) if open_group && grouping == Grouping::OneLinePerTest => {
+                        let joined = last.value.trim_end_matches(['.', ';', ',']).to_string();
+                        last.value = format!("{joined}; {body}");
+                    }
+                    _ => {
+                        out.push(Item {
+                            label: heading.clone(),
+                            value: body.to_string(),
+                        });
+                        open_group = heading.is_some();
+                    }
                 },
-                None => Item {
-                    label: heading.clone(),
-                    value: body.to_string(),
-                },
-            };
-            out.push(item);
+            }
         }
         if let Some(next) = next_heading {
             heading = Some(next);
+            open_group = false;
         }
     }
     out
 }
 
-/// The text cut at list markers and at sentences that open with a label.
-fn pieces(text: &str) -> Vec<String> {
-    let text = text.replace(['\n', '\r'], " ");
+/// One piece of a free-text list, and whether a list marker (` - `, `1. `)
+/// opened it.
+struct Piece {
+    text: String,
+    listed: bool,
+}
+
+/// The text cut at line breaks, at list markers and at sentences that open
+/// with a label.
+fn pieces(text: &str) -> Vec<Piece> {
     let mut out = Vec::new();
-    let mut current = String::new();
-    let words: Vec<&str> = text.split(' ').filter(|word| !word.is_empty()).collect();
-    let mut index = 0;
-    while index < words.len() {
-        let word = words[index];
-        let next = words.get(index + 1).copied().unwrap_or("");
-        let marker = word == "-"
-            || (word.ends_with('.')
-                && word.len() <= 3
-                && word[..word.len() - 1].chars().all(|c| c.is_ascii_digit())
-                && next.starts_with(|c: char| c.is_uppercase() || c == '*'));
-        if marker {
-            flush(&mut current, &mut out);
+    for line in text.lines() {
+        let mut current = String::new();
+        let mut listed = false;
+        let words: Vec<&str> = line.split(' ').filter(|word| !word.is_empty()).collect();
+        let mut index = 0;
+        while index < words.len() {
+            let word = words[index];
+            let next = words.get(index + 1).copied().unwrap_or("");
+            let marker = word == "-"
+                || (word.ends_with('.')
+                    && word.len() <= 3
+                    && word[..word.len() - 1].chars().all(|c| c.is_ascii_digit())
+                    && next.starts_with(|c: char| c.is_uppercase() || c == '*'));
+            if marker {
+                flush(&mut current, listed, &mut out);
+                listed = true;
+                index += 1;
+                continue;
+            }
+            let after_sentence = current.trim_end().ends_with('.') && !ends_in_abbreviation(&current);
+            if after_sentence && opens_with_label(&words[index..]) {
+                flush(&mut current, listed, &mut out);
+                listed = false;
+            }
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(word);
             index += 1;
-            continue;
         }
-        let after_sentence = current.trim_end().ends_with('.') && !ends_in_abbreviation(&current);
-        if after_sentence && opens_with_label(&words[index..]) {
-            flush(&mut current, &mut out);
-        }
-        if !current.is_empty() {
-            current.push(' ');
-        }
-        current.push_str(word);
-        index += 1;
+        flush(&mut current, listed, &mut out);
     }
-    flush(&mut current, &mut out);
     out
 }
 
-fn flush(current: &mut String, out: &mut Vec<String>) {
+fn flush(current: &mut String, listed: bool, out: &mut Vec<Piece>) {
     let piece = current.trim();
     if !piece.is_empty() {
-        out.push(piece.to_string());
+        out.push(Piece {
+            text: piece.to_string(),
+            listed,
+        });
     }
     current.clear();
 }
@@ -299,7 +339,7 @@ fn label_split(piece: &str) -> Option<(String, &str)> {
 /// results:`, `Laboratory studies:`): the piece before the heading, and the
 /// heading (from its last capitalised word that is not the piece's first
 /// word of a value, to the colon).
-fn trailing_heading(piece: &str) -> (String, Option<String>) {
+fn trailing_heading(piece: &str, listed: bool) -> (String, Option<String>) {
     let trimmed = piece.trim_end();
     let Some(body) = trimmed.strip_suffix(':') else {
         return (piece.to_string(), None);
@@ -322,30 +362,127 @@ fn trailing_heading(piece: &str) -> (String, Option<String>) {
         previous = character;
     }
     let first_word = starts.first().copied();
-    let heading_start = starts
+    let capitalised = |at: usize| region[at..].starts_with(|c: char| c.is_uppercase() || c == '*');
+    let last_capitalised = starts
         .iter()
-        .rev()
-        .copied()
-        .find(|&at| {
-            Some(at) != first_word && region[at..].starts_with(|c: char| c.is_uppercase() || c == '*')
-        })
-        .filter(|_| value_start > 0)
-        .or(first_word.filter(|_| value_start == 0))
-        .unwrap_or(0);
+        .rposition(|&at| Some(at) != first_word && capitalised(at));
+    let heading_start = match last_capitalised {
+        // After a value (`HIV: Negative Imaging results:`): the heading is
+        // the last capitalised word on.
+        Some(index) if value_start > 0 => starts[index],
+        // A list item that runs into the next heading (`- Perihepatic fluid
+        // Chest tube placement:`): the heading is the last run of
+        // capitalised words, when a lower-case word comes before it.
+        Some(mut index) if listed => {
+            while index > 0 && capitalised(starts[index - 1]) {
+                index -= 1;
+            }
+            starts[index]
+        }
+        _ if value_start > 0 => 0,
+        _ => first_word.unwrap_or(0),
+    };
     let heading = region[heading_start..]
         .trim()
         .trim_matches('*')
         .trim()
         .to_string();
     let before = format!("{}{}", &body[..value_start], &region[..heading_start]);
-    // A long one is an introduction ("For your role as a patient, here is
-    // what you need to know:"), which heads nothing.
-    let words = heading.split_whitespace().count();
-    if words == 0 || words > LABEL_WORDS {
-        return (piece.to_string(), None);
+    match heading_phrase(&heading) {
+        Some(heading) => (before, Some(heading)),
+        None => (piece.to_string(), None),
     }
-    (before, Some(heading))
 }
+
+/// What a heading names, or `None` for an introduction, which heads
+/// nothing: a long one ("For your role as a patient, here is what you need
+/// to know"), or one about the text itself ("The information provided for
+/// the instrument reader is as follows"). A lead-in sentence is cut to
+/// the phrase it introduces: "Here are the relevant MRI findings from the
+/// case" → "MRI findings"; "The laboratory examinations revealed the
+/// following" → "laboratory examinations".
+fn heading_phrase(heading: &str) -> Option<String> {
+    let words: Vec<&str> = heading.split_whitespace().collect();
+    if words.is_empty() || words.len() > LABEL_WORDS {
+        return None;
+    }
+    let lower: Vec<String> = words.iter().map(|word| word.to_lowercase()).collect();
+    let verb = lower
+        .iter()
+        .position(|word| LEAD_IN_VERBS.contains(&word.as_str()));
+    let Some(verb) = verb else {
+        return Some(heading.to_string());
+    };
+    // `Here are X` names what follows the verb; `X revealed the following`
+    // what comes before it.
+    let (mut start, mut end) = if lower[..verb].iter().all(|word| word == "here") {
+        (verb + 1, words.len())
+    } else {
+        (0, verb)
+    };
+    while start < end && LEAD_IN_FILLERS.contains(&lower[start].as_str()) {
+        start += 1;
+    }
+    // A trailing `from the case`, `in the report`.
+    if let Some(cut) = (start..end).find(|&at| {
+        matches!(lower[at].as_str(), "from" | "in" | "of")
+            && lower[at + 1..end]
+                .iter()
+                .any(|word| META_WORDS.contains(&word.as_str()))
+    }) {
+        end = cut;
+    }
+    let phrase = &lower[start..end];
+    if phrase.is_empty() || phrase.iter().any(|word| META_WORDS.contains(&word.as_str())) {
+        return None;
+    }
+    Some(words[start..end].join(" "))
+}
+
+/// Verbs that make a heading a lead-in sentence.
+const LEAD_IN_VERBS: &[&str] = &[
+    "is",
+    "are",
+    "was",
+    "were",
+    "include",
+    "includes",
+    "included",
+    "including",
+    "revealed",
+    "showed",
+    "shows",
+    "demonstrated",
+    "follows",
+];
+
+/// Words that open the phrase a lead-in introduces.
+const LEAD_IN_FILLERS: &[&str] = &[
+    "the",
+    "a",
+    "an",
+    "some",
+    "relevant",
+    "key",
+    "pertinent",
+    "following",
+    "main",
+    "available",
+];
+
+/// Words about the text rather than the patient: a heading made of them
+/// heads nothing.
+const META_WORDS: &[&str] = &[
+    "information",
+    "text",
+    "case",
+    "report",
+    "provided",
+    "actor",
+    "reader",
+    "details",
+    "summary",
+];
 
 /// The first sentence of a text, and the rest.
 fn first_sentence(text: &str) -> (&str, &str) {
@@ -365,7 +502,88 @@ mod tests {
     use super::*;
 
     fn lines(text: &str) -> Vec<String> {
-        items(text).iter().map(Item::line).collect()
+        items(text, Grouping::EachItem).iter().map(Item::line).collect()
+    }
+
+    fn results(text: &str) -> Vec<String> {
+        items(text, Grouping::OneLinePerTest)
+            .iter()
+            .map(Item::line)
+            .collect()
+    }
+
+    #[test]
+    fn a_lead_in_heads_with_the_phrase_it_introduces() {
+        assert_eq!(
+            heading_phrase("Here are the relevant MRI findings from the case").as_deref(),
+            Some("MRI findings")
+        );
+        assert_eq!(
+            heading_phrase("The laboratory examinations revealed the following").as_deref(),
+            Some("laboratory examinations")
+        );
+        assert_eq!(
+            heading_phrase("Laboratory studies").as_deref(),
+            Some("Laboratory studies")
+        );
+        assert_eq!(
+            heading_phrase("The information provided for the instrument reader actor is as follows"),
+            None
+        );
+        assert_eq!(
+            heading_phrase("Here is the information from the case report"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_list_item_running_into_a_heading_ends_before_it() {
+        assert_eq!(
+            results(
+                "Imaging: - Perihepatic fluid Chest tube placement: - Fluid color: brown - Complete Blood Count: - Anemia"
+            ),
+            vec![
+                "Imaging: Perihepatic fluid",
+                "Chest tube placement - Fluid color: brown",
+                "Complete Blood Count: Anemia"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_break_ends_an_item() {
+        assert_eq!(
+            results(
+                "Imaging studies:\n- Pleural effusion\n- Liver metastases\n\nChest tube placement:\n- Fluid color: Olive brown"
+            ),
+            vec![
+                "Imaging studies: Pleural effusion; Liver metastases",
+                "Chest tube placement - Fluid color: Olive brown"
+            ]
+        );
+    }
+
+    #[test]
+    fn unlabelled_results_under_one_heading_are_one_test() {
+        assert_eq!(
+            results(
+                "Imaging studies: - Pleural effusion - Perihepatic fluid Chest tube: - Fluid color: brown"
+            ),
+            vec![
+                "Imaging studies: Pleural effusion; Perihepatic fluid",
+                "Chest tube - Fluid color: brown"
+            ]
+        );
+        // A labelled item between them closes the group.
+        assert_eq!(
+            results("Labs: - Anemia - Ferritin: 8 - Low iron"),
+            vec!["Labs: Anemia", "Labs - Ferritin: 8", "Labs: Low iron"]
+        );
+        // The patient's account keeps one item a line.
+        assert_eq!(
+            lines("Symptoms: - fever - cough"),
+            vec!["Symptoms: fever", "Symptoms: cough"]
+        );
     }
 
     #[test]
@@ -392,7 +610,7 @@ mod tests {
             lines("- Viral load: 450 copies (Reference range: <20) Biopsy findings include: - Necrosis"),
             vec![
                 "Viral load: 450 copies (Reference range: <20)",
-                "Biopsy findings include: Necrosis"
+                "Biopsy findings: Necrosis"
             ]
         );
     }
@@ -464,7 +682,11 @@ mod tests {
     #[test]
     fn a_paragraph_without_items_has_no_label() {
         let text = "The text does not include instrument readings. Therefore, none can be given.";
-        assert!(items(text).iter().all(|item| item.label.is_none()));
+        assert!(
+            items(text, Grouping::OneLinePerTest)
+                .iter()
+                .all(|item| item.label.is_none())
+        );
     }
 
     #[test]
