@@ -32,7 +32,7 @@ seed = 1
 cohort = { cases = $cases, seed = 1 }
 
 [catalog]
-path = "$root/data/catalog/oncology-v1.yaml"
+path = "$root/data/packs/oncology/catalog.yaml"
 
 [[subjects]]
 name = "control/reference"

@@ -229,9 +229,9 @@ fn main() {
     let keep = std::env::var("CFEVAL_SWEEP_KEEP").is_ok_and(|value| value == "1");
     let binary = cfeval_binary();
     let catalog = workspace()
-        .join("data/catalog/oncology-v1.yaml")
+        .join("data/packs/oncology/catalog.yaml")
         .canonicalize()
-        .expect("the catalog data/catalog/oncology-v1.yaml");
+        .expect("the catalog data/packs/oncology/catalog.yaml");
     let parent = std::env::var_os("CFEVAL_SWEEP_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     std::fs::create_dir_all(&parent).expect("create CFEVAL_SWEEP_DIR");
     let dir = tempfile::Builder::new()

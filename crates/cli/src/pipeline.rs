@@ -18,7 +18,7 @@
 //! extractor-model = "embedded/SmolLM2-135M-Instruct"   # for llm and both
 //!
 //! [catalog]
-//! path = "../data/catalog/oncology-v1.yaml"
+//! path = "../data/packs/oncology/catalog.yaml"
 //!
 //! [infer]                        # defaults for every subject
 //! max-tokens = 512

@@ -1,6 +1,6 @@
 //! `cfeval-guidelines`: the oncology guideline rule table and its evaluator.
 //!
-//! The table is data (`data/guidelines/oncology.yaml`): one rule per line of
+//! The table is data (`data/packs/oncology/guidelines.yaml`): one rule per line of
 //! guidance, each naming the guideline it paraphrases. [`Guidelines::recommend`]
 //! maps a fact set (the `cases` table's [`Fact`]s, in the SPEC vocabulary) to
 //! the weighted plan items of the expert-consensus recommendation and the ids
@@ -10,7 +10,7 @@
 //! reference; the guideline-following control subject and the rule judge use
 //! it directly, which is why it is a leaf crate of its own.
 //!
-//! [`staging`] holds the AJCC stage-group tables (`data/staging/ajcc8.yaml`):
+//! [`staging`] holds the AJCC stage-group tables (`data/packs/oncology/staging.yaml`):
 //! the generator draws T and N consistent with a stage group from them, and
 //! the chart coherence check of `cfeval-perturb` reads them.
 
@@ -29,7 +29,7 @@ pub use profile::Profile;
 pub use staging::{Basis, Staging};
 
 /// The rule table shipped with cfeval, compiled in.
-pub const BUILTIN_ONCOLOGY_YAML: &str = include_str!("../../../data/guidelines/oncology.yaml");
+pub const BUILTIN_ONCOLOGY_YAML: &str = cfeval_schema::pack::oncology::GUIDELINES;
 
 /// A loaded, validated guideline rule table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,7 +113,10 @@ const MARKER_VALUES: [&str; 4] = ["positive", "negative", "equivocal", "unknown"
 impl Guidelines {
     /// The table shipped with cfeval.
     pub fn builtin() -> Result<Self> {
-        Self::parse(BUILTIN_ONCOLOGY_YAML, "data/guidelines/oncology.yaml (built in)")
+        Self::parse(
+            BUILTIN_ONCOLOGY_YAML,
+            "data/packs/oncology/guidelines.yaml (built in)",
+        )
     }
 
     /// Loads and validates a rule table file.

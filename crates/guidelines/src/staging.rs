@@ -1,4 +1,4 @@
-//! The AJCC stage-group tables (`data/staging/ajcc8.yaml`): which stage
+//! The AJCC stage-group tables (`data/packs/oncology/staging.yaml`): which stage
 //! groups a T, N and M category can have, per cancer type.
 //!
 //! A table row covers categories by their number (T1–T4, N0–N3, M0/M1) and
@@ -16,9 +16,9 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 
 /// The staging tables shipped with cfeval, compiled in.
-pub const BUILTIN_AJCC8_YAML: &str = include_str!("../../../data/staging/ajcc8.yaml");
+pub const BUILTIN_AJCC8_YAML: &str = cfeval_schema::pack::oncology::STAGING;
 
-const BUILTIN_ORIGIN: &str = "data/staging/ajcc8.yaml (built in)";
+const BUILTIN_ORIGIN: &str = "data/packs/oncology/staging.yaml (built in)";
 
 /// Which staging a TNM states: `c` clinical, `p` pathologic, `yp`/`yc`
 /// after neoadjuvant therapy, no prefix either.

@@ -1,18 +1,18 @@
-//! Prompt templates (in `data/prompts/`, versioned by content hash), chart
+//! Prompt templates (in the pack's `prompts/`, versioned by content hash), chart
 //! rendering and extraction of the final recommendation.
 
 use cfeval_schema::Section;
 
 /// The single-shot template of the default (`neutral`) prompt set; `{chart}`
 /// is replaced by the rendered chart, fenced ([`fenced_chart`]).
-pub const SINGLE_SHOT: &str = include_str!("../../../data/prompts/single_shot.md");
+pub const SINGLE_SHOT: &str = cfeval_schema::pack::oncology::SINGLE_SHOT_PROMPT;
 /// The agent's system prompt of the `neutral` set.
-pub const AGENT: &str = include_str!("../../../data/prompts/agent.md");
+pub const AGENT: &str = cfeval_schema::pack::oncology::AGENT_PROMPT;
 /// The `cued` set: the same prompts naming the facts a decision turns on
 /// (cancer type, stage, biomarkers, surgery status, prior lines) and asking
 /// for the test a missing fact needs — which measures *cued* sensitivity.
-const CUED_SINGLE_SHOT: &str = include_str!("../../../data/prompts/cued/single_shot.md");
-const CUED_AGENT: &str = include_str!("../../../data/prompts/cued/agent.md");
+const CUED_SINGLE_SHOT: &str = cfeval_schema::pack::oncology::CUED_SINGLE_SHOT_PROMPT;
+const CUED_AGENT: &str = cfeval_schema::pack::oncology::CUED_AGENT_PROMPT;
 /// Appended to the agent's prompt for models without native tool calling.
 pub const AGENT_TEXT_PROTOCOL: &str = include_str!("../../../data/prompts/agent_text_protocol.md");
 

@@ -5,7 +5,7 @@
 //! correctly; negative controls: 1 held, 0 shifted); beside it, CMS, the
 //! weighted recall of the case's consensus items in the baseline answer.
 //!
-//! - [`ontology`]: the regimen and drug-class ontology (`data/ontology/`)
+//! - [`ontology`]: the regimen and drug-class ontology (`data/packs/oncology/ontology.yaml`)
 //!   that reads a recommendation into classes, drugs, line, intent, tests.
 //! - [`reading`]: where a reply states its plan ([`reading::plan`]) and what
 //!   it says about each treatment or test ([`reading::context`]).

@@ -1,4 +1,4 @@
-//! The LLM pair judge: a versioned prompt (`data/prompts/judge_pair.md`),
+//! The LLM pair judge: a versioned prompt (`data/packs/oncology/prompts/judge_pair.md`),
 //! temperature 0, a strict JSON verdict; an invalid verdict gets one repair
 //! retry and is otherwise a recorded judge error, never a guessed score.
 //!
@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::verdict::{Label, PairInput, Verdict};
 
 /// The pair prompt shipped with cfeval, compiled in.
-pub const JUDGE_PAIR_TEMPLATE: &str = include_str!("../../../data/prompts/judge_pair.md");
+pub const JUDGE_PAIR_TEMPLATE: &str = cfeval_schema::pack::oncology::JUDGE_PAIR_PROMPT;
 
 const USER_MARKER: &str = "=== USER ===";
 const DATA_SLOT: &str = "{{pair_json}}";
@@ -52,7 +52,10 @@ struct EditLine<'a> {
 impl PairPrompt {
     /// The template shipped with cfeval.
     pub fn builtin() -> Result<Self> {
-        Self::parse(JUDGE_PAIR_TEMPLATE, "data/prompts/judge_pair.md (built in)")
+        Self::parse(
+            JUDGE_PAIR_TEMPLATE,
+            "data/packs/oncology/prompts/judge_pair.md (built in)",
+        )
     }
 
     /// Loads a template file.

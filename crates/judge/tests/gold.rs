@@ -203,7 +203,7 @@ struct Judged {
 fn judge_all(set: &str) -> Vec<Judged> {
     let judge = RuleJudge::builtin().expect("rule judge");
     let catalog =
-        Catalog::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog/oncology-v1.yaml"))
+        Catalog::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/oncology/catalog.yaml"))
             .expect("catalog");
     records(set)
         .into_iter()

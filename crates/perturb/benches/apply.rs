@@ -12,7 +12,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 fn main() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog/oncology-v1.yaml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/oncology/catalog.yaml");
     let catalog = match cfeval_perturb::Catalog::load(&path) {
         Ok(catalog) => catalog,
         Err(error) => {

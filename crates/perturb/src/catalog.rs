@@ -1,6 +1,6 @@
 //! The intervention catalog: the pre-registration every variant is made under.
 //!
-//! A catalog is a YAML file (see `data/catalog/oncology-v1.yaml`). Loading
+//! A catalog is a YAML file (see `data/packs/oncology/catalog.yaml`). Loading
 //! parses it strictly (unknown keys are errors) and then checks it against the
 //! fact vocabulary; every problem is a [`Diagnostic`] with a line and column.
 //! The catalog's identity is the BLAKE3 hash of its bytes ([`Catalog::hash`]):
@@ -365,11 +365,14 @@ impl Catalog {
                 })
             })
             .collect();
+        // A catalog outside any pack is of the oncology pack compiled in:
+        // its hash takes in that pack's, as the same file's would inside
+        // `data/packs/oncology`.
         let file_hash = cfeval_schema::ids::hash_bytes(bytes);
-        let hash = match &pack {
-            None => file_hash,
-            Some(pack) => cfeval_schema::ids::content_id("catalog-in-pack", &[&file_hash, pack.hash()]),
-        };
+        let pack_hash = pack
+            .as_ref()
+            .map_or(cfeval_schema::pack::oncology::hash(), |pack| pack.hash());
+        let hash = cfeval_schema::ids::content_id("catalog-in-pack", &[&file_hash, pack_hash]);
         Ok(Catalog {
             paraphrasers,
             name: raw.catalog,
@@ -399,8 +402,9 @@ impl Catalog {
         intervention.family.as_str() == self.vocabulary().control_family
     }
 
-    /// The BLAKE3 hash of the file's bytes (with the pack's, for a catalog
-    /// in a pack): the pre-registration lock.
+    /// The BLAKE3 hash of the file's bytes with its pack's (the compiled
+    /// oncology pack's for a catalog outside any pack): the
+    /// pre-registration lock.
     pub fn hash(&self) -> &str {
         &self.hash
     }
@@ -616,7 +620,7 @@ pub fn check_with(path: &Path, known_class: Option<&dyn Fn(&str) -> bool>) -> Ve
                         index,
                         class,
                         format!(
-                            "intervention `{}`: unknown treatment class `{}` (the classes are those of the judge's ontology, data/ontology/oncology.yaml)",
+                            "intervention `{}`: unknown treatment class `{}` (the classes are those of the judge's ontology, data/packs/oncology/ontology.yaml)",
                             intervention.id,
                             unknown.join("`, `")
                         ),
@@ -1387,7 +1391,7 @@ mod tests {
     /// The shipped catalog with copies of its interventions appended until it
     /// passes the split size.
     fn large_catalog() -> String {
-        let text = include_str!("../../../data/catalog/oncology-v1.yaml");
+        let text = cfeval_schema::pack::oncology::CATALOG;
         let list = text.find("interventions:\n").expect("list") + "interventions:\n".len();
         let items = &text[list..];
         let mut out = text.to_string();
@@ -1409,10 +1413,7 @@ mod tests {
         assert_eq!(halves.interventions, whole.interventions);
         assert_eq!((halves.catalog, halves.version), (whole.catalog, whole.version));
         // Small, anchored or with a key after the list: read whole.
-        assert_eq!(
-            split_point(include_str!("../../../data/catalog/oncology-v1.yaml")),
-            None
-        );
+        assert_eq!(split_point(cfeval_schema::pack::oncology::CATALOG), None);
         assert_eq!(split_point(&format!("{text}\nextra: 1\n")), None);
         assert_eq!(split_point(&text.replacen("family: A", "family: &f A", 1)), None);
     }

@@ -3,8 +3,8 @@
 //! findings are the `coherence` column of `variants`, one `rule: detail`
 //! string each, quoting the spans that disagree.
 //!
-//! Rules (the wording lists are data, `data/coherence/oncology.yaml`; the
-//! stage-group tables are `data/staging/ajcc8.yaml`, read through
+//! Rules (the wording lists are data, `data/packs/oncology/coherence.yaml`; the
+//! stage-group tables are `data/packs/oncology/staging.yaml`, read through
 //! `cfeval_guidelines::staging`):
 //! - `stage-m1`: a TNM with M1 beside a stated group other than IV.
 //! - `stage-tnm`: a stated group the TNM's T, N and M cannot have under the
@@ -35,7 +35,7 @@ use serde::Deserialize;
 use crate::ops::stage;
 
 /// The lexicons shipped with cfeval, compiled in.
-pub const BUILTIN_LEXICON_YAML: &str = include_str!("../../../data/coherence/oncology.yaml");
+pub const BUILTIN_LEXICON_YAML: &str = cfeval_schema::pack::oncology::COHERENCE;
 
 /// One contradiction in a chart.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,7 +244,9 @@ pub(crate) fn lexicon() -> &'static Lexicon {
     static CELL: OnceLock<Lexicon> = OnceLock::new();
     CELL.get_or_init(|| match Lexicon::parse(BUILTIN_LEXICON_YAML) {
         Ok(lexicon) => lexicon,
-        Err(error) => panic!("invalid built-in coherence lexicon data/coherence/oncology.yaml: {error}"),
+        Err(error) => {
+            panic!("invalid built-in coherence lexicon data/packs/oncology/coherence.yaml: {error}")
+        }
     })
 }
 

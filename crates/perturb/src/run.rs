@@ -58,6 +58,8 @@ pub fn run(config: &Config, run_dir: &Path) -> Result<Report> {
     let run_pack = cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)?;
     match (catalog.pack(), &run_pack) {
         (Some(pack), _) => pack.record(run_dir).map_err(Error::Pack)?,
+        // A catalog outside any pack is of the compiled oncology pack.
+        (None, Some(pack)) if pack.hash() == cfeval_schema::pack::oncology::hash() => {}
         (None, Some(pack)) => {
             return Err(Error::Pack(format!(
                 "the run's cases were read with pack `{}`; its catalog is {}, not {}",

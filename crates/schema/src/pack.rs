@@ -17,12 +17,18 @@
 //! A pack's hash is the BLAKE3 of every file in the folder (relative path
 //! and bytes, in path order), so a change to any of them is a different
 //! pack; it joins the catalog's hash in the pre-registration lock.
+//!
+//! The treatment task's readers are compiled with the oncology pack
+//! ([`oncology`]): a treatment pack must hold those files unchanged (its
+//! catalog is its own), and is refused otherwise, naming the files.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::vocab::{TaskKind, Vocabulary};
+
+pub mod oncology;
 
 /// The manifest file that makes a folder a pack.
 pub const MANIFEST: &str = "pack.yaml";
@@ -53,7 +59,12 @@ struct RawManifest {
 /// The files a pack of each task must hold.
 fn required(task: TaskKind) -> &'static [&'static str] {
     match task {
-        TaskKind::Treatment => &["vocabulary.yaml", "catalog.yaml"],
+        TaskKind::Treatment => &[
+            "vocabulary.yaml",
+            "catalog.yaml",
+            "guidelines.yaml",
+            "ontology.yaml",
+        ],
         TaskKind::Diagnosis => &[
             "vocabulary.yaml",
             "catalog.yaml",
@@ -103,6 +114,9 @@ impl Pack {
                 task_name(raw.task),
                 missing.join(", ")
             ));
+        }
+        if raw.task == TaskKind::Treatment {
+            oncology::check(dir)?;
         }
         let vocabulary_path = dir.join("vocabulary.yaml");
         let vocabulary_text = std::fs::read_to_string(&vocabulary_path)
@@ -292,18 +306,32 @@ fn hash_dir(dir: &Path) -> Result<String, String> {
     let mut files = Vec::new();
     collect(dir, dir, &mut files)?;
     files.sort();
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"cfeval-pack\0");
+    let mut contents = Vec::with_capacity(files.len());
     for relative in files {
         let path = dir.join(&relative);
         let bytes = std::fs::read(&path).map_err(|error| format!("{}: {error}", path.display()))?;
-        let name = relative.replace('\\', "/");
+        contents.push((relative.replace('\\', "/"), bytes));
+    }
+    Ok(hash_files(
+        contents
+            .iter()
+            .map(|(name, bytes)| (name.as_str(), bytes.as_slice()))
+            .collect(),
+    ))
+}
+
+/// BLAKE3 over files given as (path in the pack with `/`, bytes), in path
+/// order.
+fn hash_files(files: Vec<(&str, &[u8])>) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"cfeval-pack\0");
+    for (name, bytes) in files {
         hasher.update(&(name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
         hasher.update(&(bytes.len() as u64).to_le_bytes());
-        hasher.update(&bytes);
+        hasher.update(bytes);
     }
-    Ok(hasher.finalize().to_hex().to_string())
+    hasher.finalize().to_hex().to_string()
 }
 
 fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
@@ -336,11 +364,12 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
-    const VOCABULARY: &str = "version: 1\npack: tiny\ntask: treatment\nfamilies: {X: x changed, N: control}\ncss_families: [X]\ncontrol_family: N\nstage_groups: []\nfact_kinds: {finding: {}}\n";
-
+    /// A treatment pack: the compiled oncology files, its own catalog.
     fn tiny(dir: &Path) {
-        write(dir, MANIFEST, "pack: tiny\nversion: 1\ntask: treatment\n");
-        write(dir, "vocabulary.yaml", VOCABULARY);
+        for (path, text) in oncology::FILES {
+            write(dir, path, text);
+        }
+        write(dir, MANIFEST, "pack: oncology\nversion: 1\ntask: treatment\n");
         write(dir, "catalog.yaml", "catalog: tiny\n");
     }
 
@@ -349,7 +378,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         tiny(dir.path());
         let pack = Pack::load(dir.path()).unwrap();
-        assert_eq!(pack.name, "tiny");
+        assert_eq!(pack.name, "oncology");
         assert_eq!(pack.task, TaskKind::Treatment);
         let before = pack.hash().to_string();
         write(dir.path(), "notes/extra.md", "x");
@@ -368,11 +397,11 @@ mod tests {
         tiny(dir.path());
         write(dir.path(), MANIFEST, "pack: other\nversion: 1\ntask: treatment\n");
         let error = Pack::load(dir.path()).unwrap_err();
-        assert!(error.contains("names pack `tiny`"), "{error}");
+        assert!(error.contains("names pack `oncology`"), "{error}");
         write(
             dir.path(),
             MANIFEST,
-            "pack: tiny\nversion: 1\ntask: treatment\ncolour: red\n",
+            "pack: oncology\nversion: 1\ntask: treatment\ncolour: red\n",
         );
         let error = Pack::load(dir.path()).unwrap_err();
         assert!(error.contains("pack.yaml") && error.contains("colour"), "{error}");

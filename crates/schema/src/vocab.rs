@@ -171,7 +171,7 @@ struct RawVocabulary {
 }
 
 /// The oncology pack's vocabulary, as built in.
-const ONCOLOGY: &str = include_str!("../../../data/packs/oncology/vocabulary.yaml");
+const ONCOLOGY: &str = crate::pack::oncology::VOCABULARY;
 
 impl Vocabulary {
     /// Parses a vocabulary file; `origin` names it in errors (with the line).

@@ -583,7 +583,7 @@ fn extraction_data_hash() -> String {
             extract::lexicon::BUILTIN_ONTOLOGY_YAML,
             cfeval_guidelines::staging::BUILTIN_AJCC8_YAML,
             cfeval_guidelines::BUILTIN_ONCOLOGY_YAML,
-            include_str!("../../../data/packs/oncology/vocabulary.yaml"),
+            cfeval_schema::pack::oncology::VOCABULARY,
         ],
     )
 }

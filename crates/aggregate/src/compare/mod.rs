@@ -126,12 +126,14 @@ struct Families {
     control: String,
 }
 
-/// The pack a run was made with, as `name (hash)`; `None`: built-in oncology.
-fn pack_of(run: &Path) -> Result<(Option<(String, String)>, Families)> {
+/// The pack a run was made with, as `name (hash)`: a run with no pack of
+/// record is the oncology pack compiled in, the same pack as a run that
+/// records an unchanged `data/packs/oncology`.
+fn pack_of(run: &Path) -> Result<((String, String), Families)> {
     let pack = Pack::of_run(run).map_err(Error::Config)?;
     Ok(match pack {
         Some(pack) => (
-            Some((pack.name.clone(), pack.hash().to_string())),
+            (pack.name.clone(), pack.hash().to_string()),
             Families {
                 css: pack.vocabulary.css_families.clone(),
                 control: pack.vocabulary.control_family.clone(),
@@ -140,7 +142,10 @@ fn pack_of(run: &Path) -> Result<(Option<(String, String)>, Families)> {
         None => {
             let builtin = cfeval_schema::vocab::Vocabulary::builtin();
             (
-                None,
+                (
+                    builtin.pack.clone(),
+                    cfeval_schema::pack::oncology::hash().to_string(),
+                ),
                 Families {
                     css: builtin.css_families.clone(),
                     control: builtin.control_family.clone(),
@@ -150,11 +155,8 @@ fn pack_of(run: &Path) -> Result<(Option<(String, String)>, Families)> {
     })
 }
 
-fn pack_name(pack: &Option<(String, String)>) -> String {
-    match pack {
-        Some((name, hash)) => format!("`{name}` ({})", &hash[..hash.len().min(12)]),
-        None => "the built-in oncology pack".into(),
-    }
+fn pack_name((name, hash): &(String, String)) -> String {
+    format!("`{name}` ({})", &hash[..hash.len().min(12)])
 }
 
 /// Reads the complete, current judgments of `run`.
@@ -696,7 +698,8 @@ mod tests {
         pack.record(&b).expect("record");
         let error = check_packs(&a, &b).err().expect("refused").to_string();
         assert!(
-            error.contains("run A was made with the built-in oncology pack, run B with `general-medicine`"),
+            error.contains("run A was made with `oncology` (")
+                && error.contains("run B with `general-medicine`"),
             "{error}"
         );
     }

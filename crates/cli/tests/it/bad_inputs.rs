@@ -512,7 +512,7 @@ const BAD_CATALOGS: &[(&str, &str, &str)] = &[
 fn bad_catalogs_fail_with_file_line_and_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
     let shipped =
-        std::fs::read_to_string(workspace_root().join("data/catalog/oncology-v1.yaml")).expect("catalog");
+        std::fs::read_to_string(workspace_root().join("data/packs/oncology/catalog.yaml")).expect("catalog");
     let mut failures = Vec::new();
     for (index, (from, to, expected)) in BAD_CATALOGS.iter().enumerate() {
         assert!(shipped.contains(from), "the shipped catalog holds `{from}`");
@@ -735,7 +735,7 @@ const BAD_PIPELINES: &[(&str, &str, &str)] = &[
 #[test]
 fn bad_pipelines_fail_with_file_line_and_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let catalog = workspace_root().join("data/catalog/oncology-v1.yaml");
+    let catalog = workspace_root().join("data/packs/oncology/catalog.yaml");
     let good = pipeline(&catalog);
     let mut cases: Vec<(String, String, &str)> = BAD_PIPELINES
         .iter()

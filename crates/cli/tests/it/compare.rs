@@ -337,6 +337,7 @@ fn compare_finds_exactly_the_regressed_family() {
     let other = dir.path().join("runs/other");
     copy_dir(&run_b, &other);
     std::fs::remove_dir_all(other.join("compare-a")).expect("remove the copied comparison");
+    std::fs::remove_file(other.join("pack.json")).expect("remove the copied pack record");
     cfeval_schema::pack::Pack::load(&workspace_root().join("data/packs/general-medicine"))
         .expect("pack")
         .record(&other)

@@ -51,7 +51,7 @@ fn prepare_run(dir: &Path, run: &Path, cases: usize) {
         cfeval(&["synthesize", "--input", &jsonl, "--out", path(run)]),
         "synthesize",
     );
-    let catalog = workspace_root().join("data/catalog/oncology-v1.yaml");
+    let catalog = workspace_root().join("data/packs/oncology/catalog.yaml");
     ok(
         cfeval(&["perturb", "--run", path(run), "--catalog", path(&catalog)]),
         "perturb",

@@ -7,7 +7,7 @@ use cfeval_cli::pipeline::Pipeline;
 
 fn catalog() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/catalog/oncology-v1.yaml")
+        .join("../../data/packs/oncology/catalog.yaml")
         .display()
         .to_string()
 }

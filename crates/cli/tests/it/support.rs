@@ -119,7 +119,7 @@ pub fn write_sample_run(run: &Path) {
 /// The bundled intervention catalog's absolute path.
 pub fn catalog() -> String {
     workspace_root()
-        .join("data/catalog/oncology-v1.yaml")
+        .join("data/packs/oncology/catalog.yaml")
         .display()
         .to_string()
 }

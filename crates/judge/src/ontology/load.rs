@@ -13,7 +13,7 @@ use crate::reading::mention::MentionVocabulary;
 use crate::reading::plan::PlanVocabulary;
 
 /// The ontology shipped with cfeval, compiled in.
-pub const BUILTIN_ONCOLOGY_YAML: &str = include_str!("../../../../data/ontology/oncology.yaml");
+pub const BUILTIN_ONCOLOGY_YAML: &str = cfeval_schema::pack::oncology::ONTOLOGY;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -128,7 +128,10 @@ fn phrase_words(phrases: &[String]) -> Vec<Vec<String>> {
 impl Ontology {
     /// The ontology shipped with cfeval.
     pub fn builtin() -> Result<Self> {
-        Self::parse(BUILTIN_ONCOLOGY_YAML, "data/ontology/oncology.yaml (built in)")
+        Self::parse(
+            BUILTIN_ONCOLOGY_YAML,
+            "data/packs/oncology/ontology.yaml (built in)",
+        )
     }
 
     /// Loads an ontology file.

@@ -1,4 +1,4 @@
-//! The regimen and drug-class ontology (`data/ontology/oncology.yaml`) and
+//! The regimen and drug-class ontology (`data/packs/oncology/ontology.yaml`) and
 //! the reading of a reply into what it plans: classes, drugs, line, intent
 //! and ordered tests.
 //!

@@ -160,7 +160,7 @@ fn tnm_edit(
 }
 
 /// Down to III: the TNM without metastases must be stage III in the
-/// cancer's AJCC table (`data/staging`); T1N1M0 NSCLC is stage II.
+/// cancer's AJCC table (`data/packs/oncology/staging.yaml`); T1N1M0 NSCLC is stage II.
 fn without_metastases_is_three(chart: &Chart<'_>, captures: &Captures<'_>) -> Result<(), NotApplicable> {
     let number = |name: &str| {
         captures

@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use crate::fixtures;
 
 pub fn catalog() -> Catalog {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog/oncology-v1.yaml");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/oncology/catalog.yaml");
     match Catalog::load(&path) {
         Ok(catalog) => catalog,
         Err(error) => panic!("{error}"),

@@ -40,7 +40,7 @@ fn assert_error(source: &str, line: usize, needle: &str) {
 fn the_good_catalog_loads_and_the_shipped_one_checks_clean() {
     assert!(errors(GOOD).is_empty());
     let shipped =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog/oncology-v1.yaml");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/oncology/catalog.yaml");
     assert_eq!(cfeval_perturb::catalog::check(&shipped), Vec::new());
     let catalog = crate::edits::catalog();
     assert_eq!(catalog.interventions().len(), 14);

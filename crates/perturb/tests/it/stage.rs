@@ -19,7 +19,7 @@ fn write_cases(run_dir: &std::path::Path) {
 }
 
 fn shipped() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog/oncology-v1.yaml")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/oncology/catalog.yaml")
 }
 
 #[test]

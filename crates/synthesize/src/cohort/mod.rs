@@ -4,7 +4,7 @@
 //! free text in one of four clinical styles (tumor-board note, referral
 //! letter, discharge summary, terse bullets) with every ground-truth fact's
 //! exact span recorded, and given the expert-consensus recommendation of
-//! the guideline rule table (`data/guidelines/oncology.yaml`).
+//! the guideline rule table (`data/packs/oncology/guidelines.yaml`).
 //!
 //! [`write()`] lays a cohort out as `DIR/cohort.jsonl` (one case per line:
 //! id, text, consensus, facts, rules, style, cancer_type) and

@@ -281,7 +281,7 @@ fn draw_tnm(rng: &mut Rng, cancer: Cancer, basis: Basis, stage: u32) -> (u8, u8,
 /// Whether a regimen suits the histology and markers: no pemetrexed in
 /// squamous NSCLC, no anti-EGFR antibody unless KRAS is wild-type (the
 /// pairs the chart coherence check of `cfeval-perturb` reads from
-/// `data/coherence/oncology.yaml`).
+/// `data/packs/oncology/coherence.yaml`).
 fn suits(regimen: &str, markers: &[Marker], histology: Option<&str>) -> bool {
     let lower = regimen.to_ascii_lowercase();
     let pemetrexed_in_squamous = histology == Some("squamous") && lower.contains("pemetrexed");

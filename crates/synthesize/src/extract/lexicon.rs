@@ -1,6 +1,6 @@
 //! The rule extractor's lexicon: every word list it reads a note with, loaded
-//! from data (`data/extract/oncology.yaml`, plus the drug and regimen names
-//! of the judge's ontology, `data/ontology/oncology.yaml`, their one owner).
+//! from data (`data/packs/oncology/extract.yaml`, plus the drug and regimen names
+//! of the judge's ontology, `data/packs/oncology/ontology.yaml`, their one owner).
 //!
 //! A phrase is split into tokens the way a note is ([`Tokens`]) and stored
 //! under its first word; matching ignores case, skips a hyphen in the note
@@ -17,12 +17,12 @@ use super::text::Tokens;
 use crate::error::{Error, Result};
 
 /// The extractor lexicon shipped with cfeval, compiled in.
-pub const BUILTIN_EXTRACT_YAML: &str = include_str!("../../../../data/extract/oncology.yaml");
+pub const BUILTIN_EXTRACT_YAML: &str = cfeval_schema::pack::oncology::EXTRACT;
 /// The ontology whose `drugs` and `regimens` name the drugs of a prior line.
-pub const BUILTIN_ONTOLOGY_YAML: &str = include_str!("../../../../data/ontology/oncology.yaml");
+pub const BUILTIN_ONTOLOGY_YAML: &str = cfeval_schema::pack::oncology::ONTOLOGY;
 
-const EXTRACT_ORIGIN: &str = "data/extract/oncology.yaml (built in)";
-const ONTOLOGY_ORIGIN: &str = "data/ontology/oncology.yaml (built in)";
+const EXTRACT_ORIGIN: &str = "data/packs/oncology/extract.yaml (built in)";
+const ONTOLOGY_ORIGIN: &str = "data/packs/oncology/ontology.yaml (built in)";
 
 /// A phrase as lower-case tokens; `exact` holds the raw tokens when the
 /// phrase must be written exactly so.

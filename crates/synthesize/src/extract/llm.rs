@@ -19,9 +19,9 @@ use cfeval_schema::Fact;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// The instructions (data: `data/prompts/extract/oncology.md`); the
+/// The instructions (data: `data/packs/oncology/prompts/extract.md`); the
 /// vocabulary is filled in from the extractor lexicon.
-const PROMPT: &str = include_str!("../../../../data/prompts/extract/oncology.md");
+const PROMPT: &str = cfeval_schema::pack::oncology::EXTRACT_PROMPT;
 
 /// The most facts one answer may hold (the schema's `maxItems`).
 const MAX_FACTS: usize = 48;

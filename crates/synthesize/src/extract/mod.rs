@@ -2,7 +2,7 @@
 //! (an LLM-assisted pass later), all checked by the same span verification.
 //!
 //! The rules read a note with the word lists of [`lexicon::Lexicon`]
-//! (`data/extract/oncology.yaml`, drug names from the ontology) and stage
+//! (`data/packs/oncology/extract.yaml`, drug names from the ontology) and stage
 //! with the AJCC tables of `cfeval_guidelines::staging`. A fact the rules
 //! compute from other facts rather than read (a stage group from a TNM) has
 //! `origin = derived`; every other rule fact has `origin = rule`.
