@@ -135,6 +135,10 @@ pub struct SynthesizeArgs {
     /// skipped with a warning row; pipeline key: `follow-symlinks` in [cases]).
     #[arg(long)]
     pub follow_symlinks: bool,
+    /// Convert only the first N cases of the inputs, in input order
+    /// (pipeline key: `limit` in [cases]).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
     /// The run directory to write `cases` into.
     #[arg(long)]
     pub out: PathBuf,

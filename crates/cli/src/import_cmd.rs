@@ -403,5 +403,6 @@ fn build_row(
         trace: Vec::new(),
         sections_read: Vec::new(),
         tool_errors: 0,
+        dialogue: None,
     })
 }

@@ -96,6 +96,8 @@ pub enum Cases {
         max_case_bytes: usize,
         /// `follow-symlinks`: read links found inside input folders.
         follow_symlinks: bool,
+        /// `limit`: only the first this many cases, in input order.
+        limit: Option<usize>,
     },
 }
 
@@ -178,6 +180,21 @@ impl JudgePlan {
     }
 }
 
+/// `[dialogue]`: the patient agent and the interaction limit of the
+/// subjects that run in mode `dialogue`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DialoguePlan {
+    /// The patient agent's model (`provider/model` or `embedded/<model>`).
+    pub patient: String,
+    /// The doctor's turns at most (none: the pack's `max_turns`).
+    pub max_turns: Option<u32>,
+    pub patient_max_tokens: u32,
+    pub patient_temperature: f64,
+    pub patient_base_url: Option<String>,
+    pub patient_api_key_env: Option<String>,
+    pub patient_limits: Option<Limits>,
+}
+
 /// Aggregate settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggregatePlan {
@@ -210,6 +227,8 @@ pub struct Pipeline {
     /// rows that are not `ok` until then).
     pub max_tries: u32,
     pub subjects: Vec<SubjectPlan>,
+    /// `[dialogue]`, when a subject runs in mode `dialogue`.
+    pub dialogue: Option<DialoguePlan>,
     pub judges: Vec<JudgePlan>,
     pub aggregate: AggregatePlan,
 }
@@ -228,6 +247,7 @@ struct RawPipeline {
     infer: Option<RawInfer>,
     #[serde(default)]
     subjects: Vec<Spanned<RawSubject>>,
+    dialogue: Option<Spanned<RawDialogue>>,
     #[serde(default)]
     judges: Vec<Spanned<RawJudge>>,
     #[serde(default)]
@@ -251,6 +271,7 @@ struct RawCases {
     format: Option<Spanned<String>>,
     max_case_bytes: Option<Spanned<usize>>,
     follow_symlinks: Option<Spanned<bool>>,
+    limit: Option<Spanned<usize>>,
     extractor: Option<Spanned<String>>,
     extractor_model: Option<Spanned<String>>,
     extractor_base_url: Option<Spanned<String>>,
@@ -301,6 +322,18 @@ struct RawSubject {
     temperature: Option<Spanned<f64>>,
     samples: Option<Spanned<u32>>,
     prompt_set: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawDialogue {
+    patient: Spanned<String>,
+    max_turns: Option<Spanned<u32>>,
+    patient_max_tokens: Option<Spanned<u32>>,
+    patient_temperature: Option<Spanned<f64>>,
+    patient_base_url: Option<Spanned<String>>,
+    patient_api_key_env: Option<Spanned<String>>,
+    patient_limits: Option<Spanned<Limits>>,
 }
 
 #[derive(Deserialize)]
@@ -668,6 +701,7 @@ impl Checker<'_> {
             }
             subjects.push(plan);
         }
+        let dialogue = self.dialogue(raw.dialogue.as_ref(), &subjects)?;
 
         if raw.judges.is_empty() {
             return Err(top("no [[judges]]: name at least one judge (`rule` is offline)"));
@@ -727,6 +761,7 @@ impl Checker<'_> {
             parallel_units,
             max_tries,
             subjects,
+            dialogue,
             judges,
             aggregate: AggregatePlan {
                 resamples,
@@ -768,6 +803,80 @@ impl Checker<'_> {
         }
     }
 
+    /// `[dialogue]`: needed by a subject in mode `dialogue`, and only then.
+    fn dialogue(
+        &self,
+        raw: Option<&Spanned<RawDialogue>>,
+        subjects: &[SubjectPlan],
+    ) -> Result<Option<DialoguePlan>, PipelineError> {
+        let in_dialogue = subjects.iter().find(|subject| {
+            subject
+                .runs
+                .iter()
+                .any(|run| run.mode == cfeval_infer::Mode::Dialogue)
+        });
+        let Some(raw) = raw else {
+            return match in_dialogue {
+                Some(subject) => Err(PipelineError {
+                    file: self.file.to_path_buf(),
+                    line: 0,
+                    column: 0,
+                    message: format!(
+                        "subject `{}` runs in mode `dialogue`, which needs a patient agent: add [dialogue] with `patient = \"provider/model\"`",
+                        subject.name
+                    ),
+                }),
+                None => Ok(None),
+            };
+        };
+        let value = raw.get_ref();
+        if in_dialogue.is_none() {
+            return Err(self.spanned(
+                raw,
+                "[dialogue] is set but no subject has `dialogue` in its `modes`",
+            ));
+        }
+        if SubjectKind::is_control(value.patient.get_ref()) {
+            return Err(self.spanned(
+                &value.patient,
+                format!(
+                    "the patient `{}` is a control; a patient agent must be a model",
+                    value.patient.get_ref()
+                ),
+            ));
+        }
+        self.model_name(&value.patient, "patient")?;
+        if let Some(url) = &value.patient_base_url {
+            self.url(url)?;
+        }
+        if let Some(env) = &value.patient_api_key_env {
+            self.env_name(env)?;
+        }
+        let max_turns = match &value.max_turns {
+            Some(turns) if *turns.get_ref() == 0 => {
+                return Err(self.spanned(turns, "max-turns must be at least 1"));
+            }
+            Some(turns) => Some(*turns.get_ref()),
+            None => None,
+        };
+        Ok(Some(DialoguePlan {
+            patient: value.patient.get_ref().clone(),
+            max_turns,
+            patient_max_tokens: self.at_least_one(
+                value.patient_max_tokens.as_ref(),
+                128,
+                "patient-max-tokens",
+            )?,
+            patient_temperature: self.temperature(value.patient_temperature.as_ref(), 0.0)?,
+            patient_base_url: value.patient_base_url.as_ref().map(|url| url.get_ref().clone()),
+            patient_api_key_env: value
+                .patient_api_key_env
+                .as_ref()
+                .map(|env| env.get_ref().clone()),
+            patient_limits: self.limits(value.patient_limits.as_ref())?,
+        }))
+    }
+
     fn temperature(&self, value: Option<&Spanned<f64>>, default: f64) -> Result<f64, PipelineError> {
         match value {
             Some(value) if !(0.0..=2.0).contains(value.get_ref()) => {
@@ -797,6 +906,9 @@ impl Checker<'_> {
                 }
                 if let Some(value) = &raw.follow_symlinks {
                     return Err(self.spanned(value, "`follow-symlinks` applies to `inputs`, not to a cohort"));
+                }
+                if let Some(value) = &raw.limit {
+                    return Err(self.spanned(value, "`limit` applies to `inputs`; a cohort has `cases`"));
                 }
                 let count = cohort.get_ref().cases.get_ref();
                 if *count == 0 {
@@ -841,11 +953,21 @@ impl Checker<'_> {
                     cfeval_synthesize::Config::default().max_case_bytes,
                     "max-case-bytes",
                 )?;
+                let limit = match &raw.limit {
+                    Some(limit) if *limit.get_ref() == 0 => {
+                        return Err(
+                            self.spanned(limit, "limit must be at least 1 (leave it out for every case)")
+                        );
+                    }
+                    Some(limit) => Some(*limit.get_ref()),
+                    None => None,
+                };
                 Ok(Cases::Inputs {
                     paths,
                     format,
                     max_case_bytes,
                     follow_symlinks: raw.follow_symlinks.as_ref().is_some_and(|value| *value.get_ref()),
+                    limit,
                 })
             }
         }
@@ -1003,14 +1125,17 @@ impl Checker<'_> {
         let modes = match &raw.modes {
             Some(modes) => {
                 if modes.get_ref().is_empty() {
-                    return Err(self.spanned(modes, "`modes` is empty (single_shot, agent)"));
+                    return Err(self.spanned(modes, "`modes` is empty (single_shot, agent, dialogue)"));
                 }
                 let mut parsed = Vec::new();
                 for mode in modes.get_ref() {
                     let value = parse_mode(mode.get_ref()).ok_or_else(|| {
                         self.spanned(
                             mode,
-                            format!("unknown mode `{}` (single_shot or agent)", mode.get_ref()),
+                            format!(
+                                "unknown mode `{}` (single_shot, agent or dialogue)",
+                                mode.get_ref()
+                            ),
                         )
                     })?;
                     if parsed.contains(&value) {
@@ -1289,6 +1414,15 @@ impl Pipeline {
                 role: "subject",
                 base_url: subject.base_url.as_ref(),
                 api_key_env: subject.api_key_env.as_ref(),
+            });
+        }
+        if let Some(dialogue) = &self.dialogue {
+            endpoints.push(Endpoint {
+                name: &dialogue.patient,
+                model: &dialogue.patient,
+                role: "patient",
+                base_url: dialogue.patient_base_url.as_ref(),
+                api_key_env: dialogue.patient_api_key_env.as_ref(),
             });
         }
         for judge in &self.judges {

@@ -70,6 +70,9 @@ pub fn synthesize(args: &SynthesizeArgs, out: &mut dyn Write) -> anyhow::Result<
         extractor,
         llm_concurrency: args.concurrency,
         pack: args.pack.clone(),
+        limit: args
+            .limit
+            .map(|limit| usize::try_from(limit).unwrap_or(usize::MAX)),
         ..Config::default()
     };
     let report = cfeval_synthesize::run_with_extractor(&config, &args.input, &args.out, llm.as_ref())

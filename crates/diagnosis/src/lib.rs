@@ -43,6 +43,7 @@
 pub mod answer;
 pub mod control;
 mod cues;
+pub mod dialogue;
 pub mod error;
 pub mod findings;
 pub mod grade;

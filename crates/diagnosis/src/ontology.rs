@@ -110,8 +110,13 @@ impl PhraseIndex {
             .iter()
             .find(|held| held.entry != entry && held.capitals == capitals)
             .map(|held| held.entry);
-        if clash.is_none() && !slot.iter().any(|held| held.entry == entry) {
-            slot.push(Phrase { entry, capitals });
+        if clash.is_none() {
+            match slot.iter_mut().find(|held| held.entry == entry) {
+                // The same words written another way (`FDP`, `FDPs`): the
+                // entry needs capitals only if every way it is written has them.
+                Some(held) => held.capitals &= capitals,
+                None => slot.push(Phrase { entry, capitals }),
+            }
         }
         clash
     }
@@ -451,6 +456,21 @@ impl Ontology {
         names
     }
 
+    /// The names of the `tests.yaml` entries a text mentions, each with its
+    /// synonyms: `(name, synonyms)`.
+    pub fn tests_named(&self, text: &str) -> Vec<(String, Vec<String>)> {
+        let folded = Folded::new(text);
+        let tokens = tokens(text, &folded, &self.lexicon);
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for (entry, _, _) in self.test_index.scan(&tokens) {
+            let test = &self.tests[entry];
+            if !out.iter().any(|(name, _)| *name == test.name) {
+                out.push((test.name.clone(), test.synonyms.clone()));
+            }
+        }
+        out
+    }
+
     /// Whether `ancestor_id` is a broader category of `id`, transitively.
     pub fn is_broader(&self, ancestor_id: &str, id: &str) -> bool {
         let mut seen = HashSet::new();
@@ -469,6 +489,15 @@ impl Ontology {
             }
         }
         false
+    }
+
+    /// How many of a phrase's content words `text` holds, of how many
+    /// (words canonical, stop words left out).
+    pub fn content_overlap(&self, phrase: &str, text: &str) -> (usize, usize) {
+        let wanted = content_words(phrase, &self.lexicon);
+        let present: HashSet<String> = content_words(text, &self.lexicon).into_iter().collect();
+        let shared = wanted.iter().filter(|word| present.contains(*word)).count();
+        (shared, wanted.len())
     }
 
     /// Whether `text` names the test `test_name`: through `tests.yaml`
@@ -615,6 +644,20 @@ tests:
         assert!(!ontology.test_matches("ECG", "send a CBC"));
         assert!(ontology.test_matches("serum ferritin", "check ferritin levels and serum iron"));
         assert!(!ontology.test_matches("serum ferritin", "check serum sodium"));
+    }
+
+    #[test]
+    fn a_synonym_written_in_mixed_case_relaxes_capitals() {
+        let ontology = Ontology::parse(
+            "version: 1\ndiagnoses: []\n",
+            "version: 1\ntests:\n  - id: abg\n    name: Arterial blood gas\n    synonyms: [ABG, ABGs]\n  - id: mg\n    name: Magnesium\n    synonyms: [MG]\n",
+            "test",
+        )
+        .unwrap();
+        assert!(ontology.test_matches("Arterial blood gas", "ABGs"));
+        assert!(ontology.test_matches("Arterial blood gas", "ABG"));
+        // A synonym written only in capitals still needs them.
+        assert!(!ontology.test_matches("Magnesium", "60 mg"));
     }
 
     #[test]

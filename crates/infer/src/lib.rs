@@ -20,6 +20,7 @@
 //! to [`Config::max_tries`] times in all.
 
 pub mod control;
+pub mod dialogue;
 mod error;
 pub mod prompt;
 pub mod reply;
@@ -31,5 +32,6 @@ pub use error::{Error, Result};
 pub use prompt::{Prompts, extract_recommendation};
 pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
 pub use run::{
-    Config, DEFAULT_MAX_TRIES, Report, Slice, answers, answers_variant, fingerprint, run, run_async, unit,
+    Config, DEFAULT_MAX_TRIES, DialogueSetup, Report, Slice, answers, answers_variant, fingerprint, run,
+    run_async, unit,
 };

@@ -6,6 +6,7 @@ use cfeval_schema::{ResponseRow, ResponseStatus, Section, TraceStep, VariantRow,
 use serde_json::json;
 
 use crate::control::Control;
+use crate::dialogue::Dialogue;
 use crate::prompt::{Prompts, extract_recommendation, fenced_chart, tool_result};
 
 /// The mode a subject runs in.
@@ -13,6 +14,8 @@ use crate::prompt::{Prompts, extract_recommendation, fenced_chart, tool_result};
 pub enum Mode {
     SingleShot,
     Agent,
+    /// AgentClinic's doctor–patient dialogue ([`crate::dialogue`]).
+    Dialogue,
 }
 
 impl Mode {
@@ -21,12 +24,14 @@ impl Mode {
         match self {
             Mode::SingleShot => "single_shot",
             Mode::Agent => "agent",
+            Mode::Dialogue => "dialogue",
         }
     }
 
-    /// Reads the name used in tables back (`single_shot`, `agent`).
+    /// Reads the name used in tables back (`single_shot`, `agent`,
+    /// `dialogue`).
     pub fn parse(text: &str) -> Option<Self> {
-        [Mode::SingleShot, Mode::Agent]
+        [Mode::SingleShot, Mode::Agent, Mode::Dialogue]
             .into_iter()
             .find(|mode| mode.as_str() == text)
     }
@@ -60,7 +65,7 @@ impl CallSettings {
     }
 
     /// A request with these settings' parameters (and sample salt).
-    fn request(&self, messages: Vec<Message>) -> ChatRequest {
+    pub(crate) fn request(&self, messages: Vec<Message>) -> ChatRequest {
         let mut request = ChatRequest::new(messages).with_params(params(self));
         if self.sample > 0 {
             request.cache_salt = Some(format!("sample-{}", self.sample));
@@ -166,6 +171,7 @@ fn base_row(
         trace: Vec::new(),
         sections_read: Vec::new(),
         tool_errors: 0,
+        dialogue: None,
     }
 }
 
@@ -199,10 +205,20 @@ pub async fn respond(
     variant: &VariantRow,
     prompts: &Prompts,
     settings: &CallSettings,
+    dialogue: Option<&Dialogue>,
 ) -> ResponseRow {
     let mut row = base_row(run, subject, mode, variant, prompts, settings);
-    match subject {
-        Subject::Control(control) => {
+    match (mode, subject) {
+        (Mode::Dialogue, _) => match dialogue {
+            Some(dialogue) => dialogue.converse(subject, variant, settings, &mut row).await,
+            None => {
+                row.status = ResponseStatus::Error.as_str().into();
+                row.error = Some(
+                    "dialogue mode needs a diagnosis pack with a dialogue.yaml and a patient agent".into(),
+                );
+            }
+        },
+        (_, Subject::Control(control)) => {
             let text = control.answer_variant(variant);
             if mode == Mode::Agent {
                 // A control reads every section, in order, then answers.
@@ -230,12 +246,15 @@ pub async fn respond(
             row.text = Some(text);
             row.finish_reason = Some("stop".into());
         }
-        Subject::Model {
-            client, native_tools, ..
-        } => match mode {
-            Mode::SingleShot => single_shot(client, variant, prompts, settings, &mut row).await,
-            Mode::Agent => agent(client, *native_tools, variant, prompts, settings, &mut row).await,
-        },
+        (Mode::SingleShot, Subject::Model { client, .. }) => {
+            single_shot(client, variant, prompts, settings, &mut row).await
+        }
+        (
+            Mode::Agent,
+            Subject::Model {
+                client, native_tools, ..
+            },
+        ) => agent(client, *native_tools, variant, prompts, settings, &mut row).await,
     }
     row
 }
@@ -249,7 +268,7 @@ fn params(settings: &CallSettings) -> ChatParams {
     }
 }
 
-fn account(row: &mut ResponseRow, completion: &cfeval_model::Completion) {
+pub(crate) fn account(row: &mut ResponseRow, completion: &cfeval_model::Completion) {
     row.attempts += completion.attempts;
     // Replies retried as unusable were billed too.
     row.input_tokens += completion.response.usage.input_tokens + completion.discarded_usage.input_tokens;
@@ -266,7 +285,7 @@ fn finish_reason(response: &ChatResponse) -> Option<String> {
 /// Records a call that ended without a usable reply: its attempts, and its
 /// status — the unusable reply's (whose text is kept for inspection, with no
 /// recommendation) or `error`.
-fn record_failure(row: &mut ResponseRow, failure: &CallFailure) {
+pub(crate) fn record_failure(row: &mut ResponseRow, failure: &CallFailure) {
     row.attempts += failure.attempts;
     row.input_tokens += failure.discarded_usage.input_tokens;
     row.output_tokens += failure.discarded_usage.output_tokens;
@@ -358,6 +377,10 @@ fn tool_step(
         section: section.map(|section| section.name.clone()),
         error,
         text: None,
+        speaker: None,
+        input_tokens: 0,
+        output_tokens: 0,
+        latency_ms: 0,
     }
 }
 
@@ -371,6 +394,10 @@ fn final_step(step: u32, text: &str) -> TraceStep {
         section: None,
         error: None,
         text: Some(text.to_string()),
+        speaker: None,
+        input_tokens: 0,
+        output_tokens: 0,
+        latency_ms: 0,
     }
 }
 

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use cfeval_schema::lineage::CatalogConflict;
 
+use crate::dialogue::Dialogue;
 use crate::error::{Error, Result};
 use crate::prompt::Prompts;
 use crate::respond::{CallSettings, Mode, Subject, respond};
@@ -119,6 +120,31 @@ pub struct Config {
     pub max_tries: u32,
     /// Called with the number of tuples finished (answered or found done).
     pub progress: Option<Progress>,
+    /// The patient agent and interaction limit of mode `dialogue`.
+    pub dialogue: Option<DialogueSetup>,
+}
+
+/// What mode `dialogue` needs besides the pack: the patient agent (a model;
+/// recorded on every row) and the interaction limit.
+#[derive(Debug, Clone)]
+pub struct DialogueSetup {
+    /// The patient agent's subject name.
+    pub patient: String,
+    /// The patient's calls: temperature, seed, tokens.
+    pub patient_settings: CallSettings,
+    /// The doctor's turns at most; `None`: the pack's `max_turns`.
+    pub max_turns: Option<u32>,
+    /// The patient agent itself (needed to run, not to plan or fingerprint).
+    pub patient_subject: Option<Arc<Subject>>,
+}
+
+#[derive(Serialize)]
+struct DialogueFingerprint<'a> {
+    patient: &'a str,
+    patient_temperature: f64,
+    patient_seed: Option<u64>,
+    patient_max_tokens: u32,
+    max_turns: Option<u32>,
 }
 
 /// The default of [`Config::max_tries`].
@@ -139,6 +165,7 @@ impl Default for Config {
             samples: 1,
             max_tries: DEFAULT_MAX_TRIES,
             progress: None,
+            dialogue: None,
         }
     }
 }
@@ -180,6 +207,9 @@ struct Fingerprint<'a> {
     samples: u32,
     families: &'a [String],
     variants: Vec<String>,
+    /// Mode `dialogue` only, so other units keep their fingerprint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dialogue: Option<DialogueFingerprint<'a>>,
 }
 
 fn is_one(value: &u32) -> bool {
@@ -214,6 +244,17 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
             .iter()
             .map(|entry| entry.blake3.clone())
             .collect(),
+        dialogue: config
+            .dialogue
+            .as_ref()
+            .filter(|_| config.mode == Mode::Dialogue)
+            .map(|setup| DialogueFingerprint {
+                patient: &setup.patient,
+                patient_temperature: setup.patient_settings.temperature,
+                patient_seed: setup.patient_settings.seed,
+                patient_max_tokens: setup.patient_settings.max_tokens,
+                max_turns: setup.max_turns,
+            }),
     })
 }
 
@@ -228,6 +269,51 @@ pub fn run(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Rep
         .build()
         .map_err(Error::Runtime)?;
     runtime.block_on(run_async(config, subject, run_dir))
+}
+
+/// The dialogue of a diagnosis pack's run: its settings and ontology, and
+/// the configured patient agent.
+fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Dialogue> {
+    let Some(setup) = &config.dialogue else {
+        return Err(Error::Pack(
+            "mode dialogue needs a patient agent (`[dialogue] patient = \"...\"` in the pipeline, or `--patient`)".into(),
+        ));
+    };
+    let Some(patient) = &setup.patient_subject else {
+        return Err(Error::Pack(format!(
+            "the patient agent `{}` was not built: a dialogue needs it to run",
+            setup.patient
+        )));
+    };
+    if patient.is_control() {
+        return Err(Error::Pack(format!(
+            "the patient agent `{}` is a control; a patient must be a model",
+            setup.patient
+        )));
+    }
+    let pack_error = |error: cfeval_diagnosis::Error| Error::Pack(format!("pack `{}`: {error}", pack.name));
+    if !pack.file(cfeval_diagnosis::dialogue::FILE).is_file() {
+        return Err(Error::Pack(format!(
+            "the {} pack has no {}: it cannot run dialogues",
+            pack.name,
+            cfeval_diagnosis::dialogue::FILE
+        )));
+    }
+    let settings = cfeval_diagnosis::dialogue::Settings::load(&pack.dir).map_err(pack_error)?;
+    let ontology = cfeval_diagnosis::ontology::Ontology::load(&pack.dir).map_err(pack_error)?;
+    let max_turns = setup.max_turns.unwrap_or(settings.max_turns);
+    if max_turns == 0 {
+        return Err(Error::Pack(
+            "the interaction limit (max-turns) must be 1 or more".into(),
+        ));
+    }
+    Ok(Dialogue {
+        settings,
+        ontology,
+        patient: Arc::clone(patient),
+        patient_settings: setup.patient_settings.clone(),
+        max_turns,
+    })
 }
 
 /// Every case's reference, for the diagnostic controls.
@@ -259,7 +345,20 @@ fn diagnosis_run(run_dir: &Path) -> Result<crate::control::DiagnosisRun> {
 pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Report> {
     // A run made with a diagnosis pack: its prompts, and controls that
     // know each case's reference.
-    let (config, subject) = match cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)? {
+    let pack = cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)?;
+    let dialogue = match (config.mode, &pack) {
+        (Mode::Dialogue, Some(pack)) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
+            Some(Arc::new(load_dialogue(config, pack)?))
+        }
+        (Mode::Dialogue, _) => {
+            return Err(Error::Pack(
+                "mode dialogue needs a run of a diagnosis pack (a doctor, a patient and a case's results)"
+                    .into(),
+            ));
+        }
+        _ => None,
+    };
+    let (config, subject) = match pack {
         Some(pack) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
             let mut adjusted = config.clone();
             adjusted.prompts = Prompts::from_pack(&pack).map_err(Error::Pack)?;
@@ -335,7 +434,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         catalog_hash: variants.catalog_hash().map(str::to_string),
     };
     let mut writer = responses.writer(provenance.clone());
-    let mut window = Window::new(config, &subject);
+    let mut window = Window::new(config, &subject, dialogue.clone());
     let mut retry: Vec<(Tuple, u32)> = Vec::new();
     let samples = config.samples.max(1);
     for batch in variants.read_rows::<VariantRow>()? {
@@ -370,6 +469,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
                             retry_chunk(
                                 config,
                                 &subject,
+                                dialogue.as_ref(),
                                 std::mem::take(&mut retry),
                                 &mut responses,
                                 &provenance,
@@ -398,6 +498,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     retry_chunk(
         config,
         &subject,
+        dialogue.as_ref(),
         retry,
         &mut responses,
         &provenance,
@@ -495,9 +596,11 @@ fn answered(
 /// Answers `chunk` again and replaces the old rows: every shard of the unit
 /// holding one of them is rewritten (its other rows copied forward, in
 /// order) into one new shard that replaces them all, then they are retired.
+#[allow(clippy::too_many_arguments)]
 async fn retry_chunk(
     config: &Config,
     subject: &Arc<Subject>,
+    dialogue: Option<&Arc<Dialogue>>,
     chunk: Vec<(Tuple, u32)>,
     responses: &mut ShardStore,
     provenance: &Provenance,
@@ -512,7 +615,7 @@ async fn retry_chunk(
         .map(|(tuple, tries)| ((tuple.variant.variant_id.clone(), tuple.sample), *tries))
         .collect();
     let tuples = chunk.into_iter().map(|(tuple, _)| tuple).collect();
-    let rows = answer_chunk(config, subject, tuples, report).await?;
+    let rows = answer_chunk(config, subject, dialogue, tuples, report).await?;
     report.retried += rows.len() as u64;
     let mut fresh: HashMap<TupleKey, ResponseRow> = rows
         .into_iter()
@@ -601,6 +704,7 @@ impl RowSink for Vec<ResponseRow> {
 struct Window<'a> {
     config: &'a Config,
     subject: &'a Arc<Subject>,
+    dialogue: Option<Arc<Dialogue>>,
     tasks: tokio::task::JoinSet<(usize, ResponseRow)>,
     /// Each running task's tuple (a failed task's row is made from it).
     running: HashMap<tokio::task::Id, (usize, Tuple)>,
@@ -611,10 +715,11 @@ struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
-    fn new(config: &'a Config, subject: &'a Arc<Subject>) -> Self {
+    fn new(config: &'a Config, subject: &'a Arc<Subject>, dialogue: Option<Arc<Dialogue>>) -> Self {
         Self {
             config,
             subject,
+            dialogue,
             tasks: tokio::task::JoinSet::new(),
             running: HashMap::new(),
             finished: std::collections::BTreeMap::new(),
@@ -639,10 +744,20 @@ impl<'a> Window<'a> {
         let settings = self.config.settings.for_sample(tuple.sample);
         let mode = self.config.mode;
         let variant = Arc::clone(&tuple.variant);
+        let dialogue = self.dialogue.clone();
         let handle = self.tasks.spawn(async move {
             (
                 index,
-                respond(&run, &subject, mode, &variant, &prompts, &settings).await,
+                respond(
+                    &run,
+                    &subject,
+                    mode,
+                    &variant,
+                    &prompts,
+                    &settings,
+                    dialogue.as_deref(),
+                )
+                .await,
             )
         });
         self.running.insert(handle.id(), (index, tuple));
@@ -715,11 +830,12 @@ impl<'a> Window<'a> {
 async fn answer_chunk(
     config: &Config,
     subject: &Arc<Subject>,
+    dialogue: Option<&Arc<Dialogue>>,
     chunk: Vec<Tuple>,
     report: &mut Report,
 ) -> Result<Vec<ResponseRow>> {
     let mut rows: Vec<ResponseRow> = Vec::with_capacity(chunk.len());
-    let mut window = Window::new(config, subject);
+    let mut window = Window::new(config, subject, dialogue.cloned());
     for tuple in chunk {
         window.submit(tuple, &mut rows, report).await?;
     }

@@ -44,6 +44,24 @@ impl DiagnosisJudge {
 
     /// The CSS verdict of a pair of a case whose diagnosis is `reference`.
     pub fn judge_pair(&self, input: &PairInput<'_>, reference: &str) -> Verdict {
+        // A dialogue that ended without a diagnosis says nothing of how the
+        // doctor would have moved: the pair is left undecided, and counted.
+        for (which, dialogue) in [
+            ("baseline", input.baseline_dialogue),
+            ("variant", input.variant_dialogue),
+        ] {
+            if let Some(dialogue) = dialogue
+                && dialogue.outcome != "diagnosis"
+            {
+                return Verdict::uncertain(format!(
+                    "the {which} dialogue ended without a diagnosis ({} of {} turns)",
+                    dialogue.turns, dialogue.max_turns
+                ));
+            }
+        }
+        let requested: &[String] = input
+            .variant_dialogue
+            .map_or(&[], |dialogue| dialogue.tests_requested.as_slice());
         let expected = input.expected;
         let changed_item = input
             .diff
@@ -57,6 +75,7 @@ impl DiagnosisJudge {
             order_test: expected.and_then(|expected| expected.order_test.as_deref()),
             escalate: expected.is_some_and(|expected| expected.urgency.as_deref() == Some("escalate")),
             changed_item: changed_item.as_deref(),
+            requested_tests: requested,
         };
         let verdict = grade::judge_pair(
             &self.reader,

@@ -396,6 +396,8 @@ mod tests {
             expected: None,
             expected_text: Some("drop HER2-targeted therapy"),
             diff: &[],
+            baseline_dialogue: None,
+            variant_dialogue: None,
         };
         let data = PairPrompt::data(&input);
         let parsed: serde_json::Value = serde_json::from_str(&data).expect("one JSON object");

@@ -541,6 +541,8 @@ mod tests {
             expected,
             expected_text: None,
             diff,
+            baseline_dialogue: None,
+            variant_dialogue: None,
         }
     }
 

@@ -32,8 +32,8 @@ use std::path::Path;
 
 use cfeval_schema::vocab::{BASELINE, covers_family};
 use cfeval_schema::{
-    ConsensusItem, DiffEntry, Expected, JudgmentRow, Provenance, RESAMPLE, Reference, ResponseRow,
-    ShardStore, ShardWriter, StoreOptions, Table, TableName, VariantRow, ids, lineage, units,
+    ConsensusItem, DialogueOutcome, DiffEntry, Expected, JudgmentRow, Provenance, RESAMPLE, Reference,
+    ResponseRow, ShardStore, ShardWriter, StoreOptions, Table, TableName, VariantRow, ids, lineage, units,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -214,6 +214,8 @@ struct Fingerprint<'a> {
 struct Baseline {
     text: String,
     recommendation: String,
+    /// How the baseline dialogue went (mode `dialogue`).
+    dialogue: Option<DialogueOutcome>,
     /// When the baseline response is not `ok`: its status and why.
     error: Option<(String, String)>,
 }
@@ -259,6 +261,7 @@ struct Response {
     text: Option<String>,
     recommendation: Option<String>,
     sections_read: Vec<String>,
+    dialogue: Option<DialogueOutcome>,
 }
 
 const RESPONSE_COLUMNS: &[&str] = &[
@@ -277,6 +280,7 @@ const RESPONSE_COLUMNS: &[&str] = &[
     "text",
     "recommendation",
     "sections_read",
+    "dialogue",
 ];
 
 /// What pass 1 reads of a response: the lock, the subjects, the sizes.
@@ -663,6 +667,7 @@ fn add_baseline(baselines: &mut HashMap<Key, Baseline>, row: &Response) {
         Baseline {
             text,
             recommendation,
+            dialogue: row.dialogue.clone(),
             error,
         },
     );
@@ -899,8 +904,10 @@ impl Context<'_> {
             Some(PairParts {
                 baseline_text: against.text.clone(),
                 baseline_recommendation: against.recommendation.clone(),
+                baseline_dialogue: against.dialogue.clone(),
                 text,
                 recommendation,
+                dialogue: response.dialogue.clone(),
                 fallback,
             }),
         )
@@ -1053,6 +1060,8 @@ impl Context<'_> {
                         expected: Some(&unchanged),
                         expected_text: Some(RESAMPLE_EXPECTED_TEXT),
                         diff: &[],
+                        baseline_dialogue: parts.baseline_dialogue.as_ref(),
+                        variant_dialogue: parts.dialogue.as_ref(),
                     };
                 }
                 let info = self.variants.get(&response.variant_id);
@@ -1066,6 +1075,8 @@ impl Context<'_> {
                     expected: info.and_then(|info| info.expected.as_ref()),
                     expected_text: info.and_then(|info| info.expected_text.as_deref()),
                     diff: info.map(|info| info.diff.as_slice()).unwrap_or_default(),
+                    baseline_dialogue: parts.baseline_dialogue.as_ref(),
+                    variant_dialogue: parts.dialogue.as_ref(),
                 }
             })
             .collect();
@@ -1159,7 +1170,9 @@ struct Decided {
 struct PairParts {
     baseline_text: String,
     baseline_recommendation: String,
+    baseline_dialogue: Option<DialogueOutcome>,
     text: String,
     recommendation: String,
+    dialogue: Option<DialogueOutcome>,
     fallback: bool,
 }

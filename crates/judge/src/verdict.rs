@@ -1,6 +1,6 @@
 //! What a judge sees of one pair and what it answers.
 
-use cfeval_schema::{DiffEntry, Expected};
+use cfeval_schema::{DialogueOutcome, DiffEntry, Expected};
 
 /// The CSS labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,6 +92,10 @@ pub struct PairInput<'a> {
     pub expected_text: Option<&'a str>,
     /// The edit.
     pub diff: &'a [DiffEntry],
+    /// How each dialogue went (mode `dialogue`): the outcome and the tests
+    /// the doctor requested, which the diagnosis judge weighs.
+    pub baseline_dialogue: Option<&'a DialogueOutcome>,
+    pub variant_dialogue: Option<&'a DialogueOutcome>,
 }
 
 impl PairInput<'_> {

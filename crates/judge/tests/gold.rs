@@ -244,6 +244,8 @@ fn judge_all(set: &str) -> Vec<Judged> {
                 expected: Some(&expected),
                 expected_text: Some(&expected_text),
                 diff: &diff,
+                baseline_dialogue: None,
+                variant_dialogue: None,
             };
             if std::env::var("CFEVAL_GOLD_DEBUG").is_ok_and(|id| id == record.id) {
                 for text in [&record.baseline, &record.variant] {

@@ -49,8 +49,10 @@ pub use tables::*;
 /// Version of the table schemas; bumped on any column change. 2:
 /// `responses.finish_reason` and `tries`, `variants.coherence`. 3:
 /// `responses.sample` and `judgments.sample` (repeated samples). 4:
-/// `variants.expected.diagnosis` and `urgency` (diagnosis packs).
-pub const SCHEMA_VERSION: u32 = 4;
+/// `variants.expected.diagnosis` and `urgency` (diagnosis packs). 5:
+/// `responses.dialogue` and the trace's `speaker`, tokens and latency
+/// (dialogue mode).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The cfeval version that wrote a shard.
 pub const CFEVAL_VERSION: &str = env!("CARGO_PKG_VERSION");

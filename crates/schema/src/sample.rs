@@ -164,6 +164,10 @@ pub fn response(i: u64) -> ResponseRow {
                     section: Some("biomarkers".into()),
                     error: None,
                     text: None,
+                    speaker: None,
+                    input_tokens: 0,
+                    output_tokens: 0,
+                    latency_ms: 0,
                 },
                 TraceStep {
                     step: 1,
@@ -174,6 +178,10 @@ pub fn response(i: u64) -> ResponseRow {
                     section: None,
                     error: None,
                     text: Some("final answer".into()),
+                    speaker: None,
+                    input_tokens: 0,
+                    output_tokens: 0,
+                    latency_ms: 0,
                 },
             ]
         } else {
@@ -181,6 +189,7 @@ pub fn response(i: u64) -> ResponseRow {
         },
         sections_read: if agent { vec!["biomarkers".into()] } else { vec![] },
         tool_errors: 0,
+        dialogue: None,
     }
 }
 

@@ -187,14 +187,17 @@ pub struct VariantRow {
     pub coherence: Vec<String>,
 }
 
-/// One step of an agent's trace.
+/// One step of an agent's trace, or one turn of a dialogue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceStep {
     pub step: u32,
-    /// `thought`, `tool_call`, `tool_result`, `final`, `error`.
+    /// `thought`, `tool_call`, `tool_result`, `final`, `error`; in a
+    /// dialogue `question`, `answer`, `request_test`, `result`,
+    /// `diagnosis`.
     pub kind: String,
     pub tool: Option<String>,
-    /// The tool call's arguments as JSON text.
+    /// The tool call's arguments as JSON text (in a dialogue, the test
+    /// requested as written).
     pub arguments: Option<String>,
     /// BLAKE3 id of what the tool returned.
     pub result_hash: Option<String>,
@@ -202,6 +205,45 @@ pub struct TraceStep {
     pub section: Option<String>,
     pub error: Option<String>,
     pub text: Option<String>,
+    /// Who spoke, in a dialogue: `doctor`, `patient` or `measurement`.
+    pub speaker: Option<String>,
+    /// Tokens of the call that made this step (0 when no model spoke).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// How long the step's call took, in milliseconds (0 for no call).
+    pub latency_ms: u64,
+}
+
+/// How a dialogue (mode `dialogue`) went: the doctor (the subject) talked
+/// with a patient agent and asked a measurement agent for results until it
+/// named a diagnosis or reached its interaction limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DialogueOutcome {
+    /// The patient agent's subject name.
+    pub patient: String,
+    /// The interaction limit N: the doctor's turns at most.
+    pub max_turns: u32,
+    /// The doctor's turns used.
+    pub turns: u32,
+    /// `diagnosis` (the doctor wrote `DIAGNOSIS READY`) or `no_diagnosis`
+    /// (N turns passed without one).
+    pub outcome: String,
+    /// The diagnosis as the doctor wrote it.
+    pub diagnosis: Option<String>,
+    /// The tests the doctor requested, as written, in order.
+    pub tests_requested: Vec<String>,
+    /// The chart's result lines the measurement agent returned, by label.
+    pub tests_returned: Vec<String>,
+    /// The patient findings (symptoms, history items) the patient's
+    /// replies stated, of `findings_total`.
+    pub findings_elicited: u32,
+    pub findings_total: u32,
+    /// The case's results the measurement agent returned, of `tests_total`.
+    pub tests_elicited: u32,
+    pub tests_total: u32,
+    /// Information coverage: (findings + results elicited) / (findings +
+    /// results in the case); 0 when the case has neither.
+    pub coverage: f64,
 }
 
 /// Table `responses`: one row per (subject, mode, variant, sample).
@@ -211,7 +253,7 @@ pub struct ResponseRow {
     /// `provider/model`, e.g. `openai/gpt-5` or `control/reference`.
     pub subject: String,
     pub is_control: bool,
-    /// `single_shot` or `agent`.
+    /// `single_shot`, `agent` or `dialogue`.
     pub mode: String,
     pub case_id: String,
     pub variant_id: String,
@@ -260,6 +302,8 @@ pub struct ResponseRow {
     pub trace: Vec<TraceStep>,
     pub sections_read: Vec<String>,
     pub tool_errors: u32,
+    /// How the dialogue went (mode `dialogue` only).
+    pub dialogue: Option<DialogueOutcome>,
 }
 
 /// The `judgments.metric` of a baseline re-sample judged against the first

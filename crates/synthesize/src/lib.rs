@@ -59,6 +59,11 @@ pub struct Config {
     /// ([`cfeval_diagnosis::findings`]) and get their decisive items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pack: Option<PathBuf>,
+    /// Convert only the first this many cases of the inputs, in input order
+    /// (a small demo or a pilot of a large file); the rest are counted in
+    /// [`Report::beyond_limit`], not read into `cases`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
 }
 
 /// What reads a diagnosis pack's cases: its chart lexicon and ontology.
@@ -133,6 +138,7 @@ impl Default for Config {
             extractor: ExtractorMode::Rule,
             llm_concurrency: 8,
             pack: None,
+            limit: None,
         }
     }
 }
@@ -144,6 +150,8 @@ pub struct Report {
     pub cases: u64,
     /// Inputs written to `cases_quarantine`.
     pub quarantined: u64,
+    /// Cases left out by [`Config::limit`] (read, not converted).
+    pub beyond_limit: u64,
     pub facts: u64,
     /// Facts dropped because their span did not verify (0 for the rules).
     pub span_failures: u64,
@@ -333,11 +341,17 @@ fn run_with(
     // notes concurrently); rejected inputs are recorded as they come.
     let chunk = config.batch_rows.max(1);
     let mut pending: Vec<input::RawCase> = Vec::new();
+    let mut read = 0usize;
+    let mut beyond_limit = 0u64;
     for file in files {
         read_source(file, config, &mut |item| {
             match item {
                 input::Item::Rejected(rejected) => sink.quarantine(rejected)?,
+                input::Item::Case(_) if config.limit.is_some_and(|limit| read >= limit) => {
+                    beyond_limit += 1;
+                }
                 input::Item::Case(raw) => {
+                    read += 1;
                     pending.push(raw);
                     if pending.len() >= chunk {
                         sink.convert(std::mem::take(&mut pending))?;
@@ -348,6 +362,7 @@ fn run_with(
         })?;
     }
     sink.convert(pending)?;
+    sink.report.beyond_limit = beyond_limit;
     let Sink {
         writer,
         mut quarantine_writer,

@@ -141,7 +141,10 @@ fn unfinished(
         let mut scored = std::collections::BTreeSet::new();
         for batch in scores.read_columns::<Score>(&["subject", "metric", "level"])? {
             for row in batch? {
-                if row.metric == "css" && row.level == "overall" {
+                // CSS, or CMS alone where every pair was left undecided (a
+                // doctor that never named a diagnosis): the subject was
+                // scored; its rows not `ok` are listed above.
+                if matches!(row.metric.as_str(), "css" | "cms") && row.level == "overall" {
                     scored.insert(row.subject);
                 }
             }
@@ -206,12 +209,14 @@ pub fn synthesize_cases(pipeline: &Pipeline, run_dir: &Path) -> anyhow::Result<c
             format,
             max_case_bytes,
             follow_symlinks,
+            limit,
             ..
         } => cfeval_synthesize::Config {
             run: pipeline.name.clone(),
             format: *format,
             max_case_bytes: *max_case_bytes,
             follow_symlinks: *follow_symlinks,
+            limit: *limit,
             ..defaults
         },
     };
@@ -309,8 +314,31 @@ pub fn infer_config(
         families: run.families.clone(),
         max_tries: pipeline.max_tries,
         prompts: cfeval_infer::Prompts::named(&subject.prompt_set).unwrap_or_default(),
+        dialogue: pipeline
+            .dialogue
+            .as_ref()
+            .filter(|_| run.mode == cfeval_infer::Mode::Dialogue)
+            .map(|plan| cfeval_infer::DialogueSetup {
+                patient: plan.patient.clone(),
+                patient_settings: CallSettings {
+                    temperature: plan.patient_temperature,
+                    seed: Some(pipeline.seed),
+                    max_tokens: plan.patient_max_tokens,
+                    ..CallSettings::default()
+                },
+                max_turns: plan.max_turns,
+                patient_subject: None,
+            }),
         ..cfeval_infer::Config::default()
     }
+}
+
+/// The `[dialogue]` plan of a unit in mode `dialogue`.
+fn config_patient<'a>(pipeline: &'a Pipeline, run: &ModeRun) -> Option<&'a crate::pipeline::DialoguePlan> {
+    pipeline
+        .dialogue
+        .as_ref()
+        .filter(|_| run.mode == cfeval_infer::Mode::Dialogue)
 }
 
 /// The aggregate settings of `pipeline`.
@@ -521,8 +549,14 @@ impl Driver {
         self.note(
             "1 cases",
             format!(
-                "{state}: {} cases, {} quarantined",
-                report.cases, report.quarantined
+                "{state}: {} cases, {} quarantined{}",
+                report.cases,
+                report.quarantined,
+                if report.beyond_limit > 0 {
+                    format!(", {} beyond [cases] limit", report.beyond_limit)
+                } else {
+                    String::new()
+                }
             ),
         );
         Ok(())
@@ -692,7 +726,10 @@ impl Driver {
         label: &str,
         total: Option<u64>,
     ) -> anyhow::Result<cfeval_infer::Report> {
-        let _embedded = if cfeval_schema::vocab::SubjectKind::is_embedded(&job.subject.name) {
+        let patient = config_patient(&self.pipeline, &job.run);
+        let embedded = cfeval_schema::vocab::SubjectKind::is_embedded(&job.subject.name)
+            || patient.is_some_and(|plan| cfeval_schema::vocab::SubjectKind::is_embedded(&plan.patient));
+        let _embedded = if embedded {
             Some(
                 self.embedded
                     .lock()
@@ -709,6 +746,24 @@ impl Driver {
             &self.run_dir,
             &self.model_settings(&job.subject),
         )?);
+        if let (Some(setup), Some(plan)) = (config.dialogue.as_mut(), patient) {
+            // One model plays both roles from one loaded instance.
+            setup.patient_subject = Some(if plan.patient == job.subject.name {
+                Arc::clone(&subject)
+            } else {
+                Arc::new(crate::subjects::subject(
+                    &plan.patient,
+                    &self.run_dir,
+                    &crate::subjects::ModelSettings {
+                        base_url: plan.patient_base_url.clone(),
+                        api_key_env: plan.patient_api_key_env.clone(),
+                        limits: plan.patient_limits.clone(),
+                        ..crate::subjects::ModelSettings::default()
+                    }
+                    .with_concurrency(&plan.patient, self.pipeline.concurrency),
+                )?)
+            });
+        }
         let report = cfeval_infer::run(&config, subject, &self.run_dir)?;
         bar.finish("");
         Ok(report)

@@ -247,6 +247,7 @@ fn print_plan(
                 pipeline.seed,
                 counts.get(&key).copied().unwrap_or(0),
                 subject.price.or_else(|| prices.lookup(&subject.name)),
+                dialogue_turns(pipeline),
             )?;
             total_calls += unit.calls;
             total_cost += unit.cost.unwrap_or(0.0);
@@ -372,6 +373,22 @@ fn print_plan(
     Ok(())
 }
 
+/// The interaction limit N of the pipeline's dialogues: `[dialogue]
+/// max-turns`, else the pack's `max_turns`, else AgentClinic's 20.
+fn dialogue_turns(pipeline: &Pipeline) -> u32 {
+    pipeline
+        .dialogue
+        .as_ref()
+        .and_then(|plan| plan.max_turns)
+        .or_else(|| {
+            let dir = pipeline.pack.as_ref()?;
+            cfeval_diagnosis::dialogue::Settings::load(dir)
+                .ok()
+                .map(|settings| settings.max_turns)
+        })
+        .unwrap_or(20)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn plan_unit(
     subject: &SubjectPlan,
@@ -385,6 +402,7 @@ fn plan_unit(
     seed: u64,
     tuples: u64,
     price: Option<Price>,
+    dialogue_turns: u32,
 ) -> anyhow::Result<UnitPlan> {
     let mut unit = UnitPlan {
         tuples,
@@ -407,6 +425,9 @@ fn plan_unit(
     let calls_per_tuple = match mode {
         Mode::SingleShot => 1,
         Mode::Agent => u64::from(subject.max_steps.max(1)),
+        // At most N doctor turns and N patient replies (its opening
+        // statement included): N × 2.
+        Mode::Dialogue => 2 * u64::from(dialogue_turns.max(1)),
     };
     let mut cached = 0u64;
     let mut input_chars = 0u64;

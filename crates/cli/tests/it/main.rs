@@ -5,6 +5,7 @@ mod bad_inputs;
 mod compare;
 mod concurrency;
 mod corruption;
+mod dialogue;
 mod driver;
 mod import;
 mod infer_resume;

@@ -199,11 +199,9 @@ fn a_model_judge_reads_the_packs_own_pair_prompt() {
 #[test]
 fn the_osce_cases_convert_and_the_controls_score_as_defined() {
     let root = workspace_root();
-    let cases = root.join("../shared/data/external/agentclinic_medqa.jsonl");
-    if !cases.is_file() {
-        eprintln!("skipped: {} is absent (the shared data folder)", cases.display());
+    let Some(cases) = crate::support::osce_cases() else {
         return;
-    }
+    };
     let pack = root.join("data/packs/general-medicine");
     let dir = tempfile::tempdir().expect("tempdir");
     let file = pipeline(dir.path(), "osce", &pack, &cases);

@@ -123,3 +123,15 @@ pub fn catalog() -> String {
         .display()
         .to_string()
 }
+
+/// The 107 AgentClinic MedQA OSCE cases of the shared data folder, or
+/// `None` (with a message: the test is skipped) where that folder is absent.
+pub fn osce_cases() -> Option<PathBuf> {
+    let cases = workspace_root().join("../shared/data/external/agentclinic_medqa.jsonl");
+    if cases.is_file() {
+        Some(cases)
+    } else {
+        eprintln!("skipped: {} is absent (the shared data folder)", cases.display());
+        None
+    }
+}

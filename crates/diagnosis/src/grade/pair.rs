@@ -31,6 +31,9 @@ pub struct Expectation<'a> {
     pub escalate: bool,
     /// The case item that changed, as the case words it.
     pub changed_item: Option<&'a str>,
+    /// The tests the variant's dialogue requested (mode `dialogue`; empty
+    /// otherwise): a request is an order.
+    pub requested_tests: &'a [String],
 }
 
 /// The verdict on a (baseline, variant) pair.
@@ -257,6 +260,7 @@ pub fn judge_pair(
             .tests_ordered
             .iter()
             .chain(&after.orders)
+            .chain(expectation.requested_tests)
             .any(|ordered| reader.ontology().test_matches(test, ordered));
         if orders {
             return verdict(
@@ -315,6 +319,28 @@ mod tests {
 
     fn judged(baseline: &str, variant: &str, expectation: Expectation<'_>) -> PairLabel {
         judge_pair(&reader(), MG, baseline, variant, &expectation).label
+    }
+
+    #[test]
+    fn a_test_the_dialogue_requested_is_an_order() {
+        let requested = vec!["AChR antibodies".to_string()];
+        let expectation = Expectation {
+            order_test: Some("Acetylcholine receptor antibodies"),
+            requested_tests: &requested,
+            ..Expectation::default()
+        };
+        assert_eq!(
+            judged("DIAGNOSIS READY: MG", "DIAGNOSIS READY: MG", expectation),
+            PairLabel::UpdatedCorrect
+        );
+        let none = Expectation {
+            order_test: Some("Acetylcholine receptor antibodies"),
+            ..Expectation::default()
+        };
+        assert_eq!(
+            judged("DIAGNOSIS READY: MG", "DIAGNOSIS READY: MG", none),
+            PairLabel::Ignored
+        );
     }
 
     #[test]

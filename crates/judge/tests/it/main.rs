@@ -129,6 +129,7 @@ fn response(
         trace: Vec::new(),
         sections_read: Vec::new(),
         tool_errors: 0,
+        dialogue: None,
     }
 }
 

@@ -138,6 +138,9 @@ pub struct ServerConfig {
     pub require_key: Option<String>,
     /// Custom answer text (tool calls are unaffected).
     pub responder: Option<Responder>,
+    /// Keep every request's JSON body ([`TestServer::bodies`]), for tests
+    /// that inspect what a model was sent.
+    pub record_bodies: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -150,6 +153,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("hang_for", &self.hang_for)
             .field("require_key", &self.require_key.as_ref().map(|_| "<redacted>"))
             .field("responder", &self.responder.as_ref().map(|_| "<fn>"))
+            .field("record_bodies", &self.record_bodies)
             .finish()
     }
 }
@@ -164,6 +168,7 @@ impl Default for ServerConfig {
             hang_for: Duration::from_secs(120),
             require_key: None,
             responder: None,
+            record_bodies: false,
         }
     }
 }
@@ -179,6 +184,7 @@ struct Counters {
     max_in_flight: AtomicU64,
     per_model: Mutex<HashMap<String, u64>>,
     last_body: Mutex<Option<Value>>,
+    bodies: Mutex<Vec<Value>>,
 }
 
 struct State {
@@ -320,6 +326,17 @@ impl TestServer {
         self.state
             .counters
             .last_body
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every request's JSON body, in arrival order (with
+    /// [`ServerConfig::record_bodies`]; empty otherwise).
+    pub fn bodies(&self) -> Vec<Value> {
+        self.state
+            .counters
+            .bodies
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -513,6 +530,13 @@ async fn answer(
         .last_body
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(body.clone());
+    if state.config.record_bodies {
+        counters
+            .bodies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(body.clone());
+    }
     if let Some(expected) = &state.config.require_key {
         let sent = match protocol {
             Protocol::OpenAi => request

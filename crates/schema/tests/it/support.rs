@@ -219,9 +219,10 @@ pub fn trace_step() -> impl Strategy<Value = TraceStep> {
         opt_text(),
         opt_text(),
         opt_text(),
+        (opt_text(), any::<u64>(), any::<u64>(), any::<u64>()),
     )
         .prop_map(
-            |(step, kind, tool, arguments, result_hash, section, error, text)| TraceStep {
+            |(
                 step,
                 kind,
                 tool,
@@ -230,6 +231,50 @@ pub fn trace_step() -> impl Strategy<Value = TraceStep> {
                 section,
                 error,
                 text,
+                (speaker, input_tokens, output_tokens, latency_ms),
+            )| TraceStep {
+                step,
+                kind,
+                tool,
+                arguments,
+                result_hash,
+                section,
+                error,
+                text,
+                speaker,
+                input_tokens,
+                output_tokens,
+                latency_ms,
+            },
+        )
+}
+
+pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
+    (
+        (text(), any::<u32>(), any::<u32>(), text(), opt_text()),
+        proptest::collection::vec(text(), 0..3),
+        proptest::collection::vec(text(), 0..3),
+        (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>(), finite()),
+    )
+        .prop_map(
+            |(
+                (patient, max_turns, turns, outcome, diagnosis),
+                tests_requested,
+                tests_returned,
+                (findings_elicited, findings_total, tests_elicited, tests_total, coverage),
+            )| DialogueOutcome {
+                patient,
+                max_turns,
+                turns,
+                outcome,
+                diagnosis,
+                tests_requested,
+                tests_returned,
+                findings_elicited,
+                findings_total,
+                tests_elicited,
+                tests_total,
+                coverage,
             },
         )
 }
@@ -267,7 +312,11 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
         (any::<u64>(), any::<u64>(), finite(), any::<u64>()),
         proptest::collection::vec(trace_step(), 0..4),
         proptest::collection::vec(text(), 0..3),
-        (any::<u32>(), any::<u32>()),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            proptest::option::of(dialogue_outcome()),
+        ),
     )
         .prop_map(
             |(
@@ -277,7 +326,7 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
                 (input_tokens, output_tokens, cost_usd, latency_ms),
                 trace,
                 sections_read,
-                (tool_errors, sample),
+                (tool_errors, sample, dialogue),
             )| ResponseRow {
                 run,
                 subject,
@@ -311,6 +360,7 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
                 trace,
                 sections_read,
                 tool_errors,
+                dialogue,
             },
         )
 }

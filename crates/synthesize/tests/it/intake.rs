@@ -240,3 +240,30 @@ fn wrong_json_types_are_refused_per_case_with_the_line() {
         "{rows:#?}"
     );
 }
+
+#[test]
+fn a_limit_converts_the_first_cases_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("a.jsonl");
+    let line = |id: &str| serde_json::json!({"id": id, "text": TEXT}).to_string();
+    std::fs::write(
+        &jsonl,
+        format!("{}\n{}\n{}\n", line("p1"), line("p2"), line("p3")),
+    )
+    .unwrap();
+    let config = Config {
+        limit: Some(2),
+        ..Config::default()
+    };
+    let run_dir = dir.path().join("run");
+    let report = run(&config, std::slice::from_ref(&jsonl), &run_dir).unwrap();
+    assert_eq!((report.cases, report.beyond_limit), (2, 1));
+    assert_eq!(ids(&run_dir), vec!["p1", "p2"]);
+    assert!(
+        quarantined(&run_dir).is_empty(),
+        "a case beyond the limit is not quarantined"
+    );
+    // Another limit is another conversion.
+    let all = run(&Config::default(), &[jsonl], &run_dir).unwrap();
+    assert_eq!((all.cases, all.beyond_limit), (3, 0));
+}

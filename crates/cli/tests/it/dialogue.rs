@@ -1,0 +1,420 @@
+//! Mode `dialogue` end to end (issue 17), against a scripted server that
+//! plays the doctors and the patient, over the NEJM-style test cases of the
+//! general-medicine pack:
+//!
+//! - every turn is traced (speaker, text, the test requested and the lines
+//!   returned), the outcome is kept, and a doctor that never writes
+//!   `DIAGNOSIS READY` ends at the interaction limit as `no_diagnosis`, its
+//!   pairs left undecided;
+//! - the patient agent never receives the diagnosis or a result (every
+//!   request it gets is inspected);
+//! - a doctor that commits without requesting the removed test scores F2
+//!   as its pre-registered direction says (ignored);
+//! - with 30% of the server's answers faults, no turn and no dialogue is
+//!   lost: the tables equal the fault-free run's;
+//! - a rerun of infer is served from the cache with no new call;
+//! - the measurement agent returns the case's own line for every result a
+//!   request names, by its label, its test or a synonym (all the OSCE
+//!   cases, where the shared data is present).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cfeval_model::testing::{BackgroundServer, FaultRates, Responder, ServerConfig};
+use cfeval_schema::{CaseRow, JudgmentRow, ResponseRow, ScoreRow, VariantRow};
+
+use crate::support::{cfeval_in, rows, succeeded, workspace_root};
+
+const GREETING_MARK: &str = "What brings you in";
+
+/// The scripted agents, by model name.
+fn responder() -> Responder {
+    Arc::new(|model: &str, last: &str, _seed: Option<u64>| {
+        match model {
+            "patient" if last.contains(GREETING_MARK) => "OPENING: I have felt unwell for a few weeks.",
+            "patient" => "REPLY: It came on slowly and has been getting worse.",
+            "doctor" if last.starts_with("Patient: OPENING") => "How long has this been going on?",
+            "doctor" if last.starts_with("Patient: REPLY") => "REQUEST TEST: Complete blood count",
+            "doctor" if last.starts_with("Measurement:") => "Thank you.\nDIAGNOSIS READY: Bullous pemphigoid",
+            "doctor" => "Please go on.",
+            "committer" => "DIAGNOSIS READY: Bullous pemphigoid",
+            _ => "Could you tell me a little more about that?",
+        }
+        .to_string()
+    })
+}
+
+fn server(faults: FaultRates) -> BackgroundServer {
+    BackgroundServer::start(ServerConfig {
+        responder: Some(responder()),
+        faults,
+        seed: 7,
+        record_bodies: true,
+        ..ServerConfig::default()
+    })
+    .expect("test server")
+}
+
+const LIMITS: &str =
+    "{ max-attempts = 8, backoff-base-secs = 0.0, backoff-max-secs = 0.0, max-retry-after-secs = 0.0 }";
+
+fn pipeline(dir: &Path, name: &str, url: &str) -> PathBuf {
+    let root = workspace_root();
+    let text = format!(
+        r#"[run]
+name = "{name}"
+seed = 3
+pack = "{pack}"
+
+[cases]
+inputs = ["{cases}"]
+
+[infer]
+max-tries = 5
+
+[[subjects]]
+name = "vllm/doctor"
+base-url = "{url}"
+modes = ["dialogue"]
+limits = {LIMITS}
+
+[[subjects]]
+name = "vllm/committer"
+base-url = "{url}"
+modes = ["dialogue"]
+limits = {LIMITS}
+
+[[subjects]]
+name = "vllm/talker"
+base-url = "{url}"
+modes = ["dialogue"]
+limits = {LIMITS}
+
+[[subjects]]
+name = "control/reference"
+modes = ["dialogue"]
+
+[dialogue]
+patient = "vllm/patient"
+patient-base-url = "{url}"
+patient-limits = {LIMITS}
+max-turns = 4
+
+[[judges]]
+name = "rule"
+
+[aggregate]
+resamples = 100
+"#,
+        pack = root.join("data/packs/general-medicine").display(),
+        cases = root.join("tests/data/nejm-style/cases.jsonl").display(),
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).expect("write pipeline");
+    path
+}
+
+/// Runs the pipeline until it succeeds (a rerun retries rows a fault left
+/// as errors), at most `tries` times.
+fn run_until_done(dir: &Path, pipeline: &Path, run: &Path, tries: usize) {
+    let args = [
+        "run",
+        &pipeline.display().to_string(),
+        "--run-dir",
+        &run.display().to_string(),
+    ];
+    for attempt in 1..=tries {
+        let output = cfeval_in(dir, &args);
+        if output.status.success() {
+            return;
+        }
+        assert!(
+            attempt < tries,
+            "cfeval run failed {tries} times:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// A dialogue as two runs must agree on: its text, its outcome and its
+/// turns (the trace's speakers and texts).
+type Spoken = (Option<String>, String, Vec<(String, String)>);
+
+/// The dialogue responses by (subject, variant).
+fn dialogues(run: &Path) -> BTreeMap<(String, String), Spoken> {
+    rows::<ResponseRow>(run)
+        .into_iter()
+        .map(|row| {
+            let dialogue = row.dialogue.expect("a dialogue row keeps its outcome");
+            let turns = row
+                .trace
+                .iter()
+                .map(|step| {
+                    (
+                        step.speaker.clone().unwrap_or_default(),
+                        step.text.clone().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            ((row.subject, row.variant_id), (row.text, dialogue.outcome, turns))
+        })
+        .collect()
+}
+
+#[test]
+fn dialogues_run_end_to_end_against_a_scripted_server() {
+    let server = server(FaultRates::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = pipeline(dir.path(), "dialogue", &server.openai_base_url());
+    let run = dir.path().join("runs/dialogue");
+    run_until_done(dir.path(), &file, &run, 1);
+
+    let responses: Vec<ResponseRow> = rows(&run);
+    assert!(!responses.is_empty());
+    for row in &responses {
+        assert_eq!(row.mode, "dialogue");
+        assert_eq!(row.status, "ok", "{row:?}");
+        let dialogue = row.dialogue.as_ref().expect("outcome");
+        assert_eq!(dialogue.patient, "vllm/patient", "the patient is on every row");
+        assert_eq!(dialogue.max_turns, 4);
+        assert!(dialogue.turns <= 4);
+    }
+    fn of<'a>(responses: &'a [ResponseRow], subject: &'a str) -> impl Iterator<Item = &'a ResponseRow> {
+        responses.iter().filter(move |row| row.subject == subject)
+    }
+
+    // The scripted doctor: greeting, opening, a question, a reply, a test
+    // request with its result, and the diagnosis.
+    for row in of(&responses, "vllm/doctor") {
+        let speakers: Vec<&str> = row
+            .trace
+            .iter()
+            .map(|step| step.speaker.as_deref().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            speakers,
+            vec![
+                "doctor",
+                "patient",
+                "doctor",
+                "patient",
+                "doctor",
+                "measurement",
+                "doctor"
+            ],
+            "{:?}",
+            row.trace
+        );
+        let dialogue = row.dialogue.as_ref().expect("outcome");
+        assert_eq!(dialogue.outcome, "diagnosis");
+        assert_eq!(dialogue.turns, 3);
+        assert_eq!(dialogue.diagnosis.as_deref(), Some("Bullous pemphigoid"));
+        assert_eq!(dialogue.tests_requested, vec!["Complete blood count".to_string()]);
+        assert_eq!(row.recommendation.as_deref(), Some("Bullous pemphigoid"));
+        assert!(
+            row.trace.iter().any(|step| step.input_tokens > 0),
+            "turns carry their tokens"
+        );
+        assert!((0.0..=1.0).contains(&dialogue.coverage));
+    }
+    // Case 1 has a complete blood count: the measurement agent returns its
+    // line as the chart writes it.
+    let cases: Vec<CaseRow> = rows(&run);
+    let first = cases
+        .iter()
+        .find(|case| case.source_line == Some(1))
+        .expect("case 1");
+    let measured = of(&responses, "vllm/doctor")
+        .find(|row| row.case_id == first.case_id && row.intervention == "baseline")
+        .and_then(|row| row.trace.iter().find(|step| step.kind == "result"))
+        .and_then(|step| step.text.clone())
+        .expect("a result");
+    assert!(
+        measured.contains("Complete blood count: white cells 9800 per cubic millimeter"),
+        "{measured}"
+    );
+
+    // The talker never diagnoses: it ends at N, and its pairs are undecided.
+    for row in of(&responses, "vllm/talker") {
+        let dialogue = row.dialogue.as_ref().expect("outcome");
+        assert_eq!((dialogue.outcome.as_str(), dialogue.turns), ("no_diagnosis", 4));
+        assert!(row.recommendation.is_none());
+    }
+    let judgments: Vec<JudgmentRow> = rows(&run);
+    for judgment in judgments
+        .iter()
+        .filter(|row| row.subject == "vllm/talker" && row.metric == "css")
+    {
+        assert_eq!(judgment.label.as_deref(), Some("uncertain"), "{judgment:?}");
+    }
+    for judgment in judgments
+        .iter()
+        .filter(|row| row.subject == "vllm/talker" && row.metric == "cms")
+    {
+        assert_eq!(judgment.score, Some(0.0), "no diagnosis is not a right one");
+    }
+    // The committer requests nothing: F2 asks for the removed test or for
+    // uncertainty, so it is ignored.
+    let f2: Vec<&JudgmentRow> = judgments
+        .iter()
+        .filter(|row| row.subject == "vllm/committer" && row.metric == "css" && row.intervention == "F2")
+        .collect();
+    assert!(!f2.is_empty());
+    for judgment in f2 {
+        assert_eq!(
+            (judgment.score, judgment.label.as_deref()),
+            (Some(0.0), Some("ignored")),
+            "{judgment:?}"
+        );
+    }
+    let scores: Vec<ScoreRow> = rows(&run);
+    let reference = scores
+        .iter()
+        .find(|row| {
+            row.subject == "control/reference"
+                && row.metric == "css"
+                && row.level == "overall"
+                && row.judge == "rule"
+                && row.ci_method.as_deref() != Some("bca")
+        })
+        .expect("reference CSS");
+    assert_eq!(reference.value, 1.0, "the reference control in dialogue mode");
+
+    // The patient never hears the diagnosis or a result.
+    let variants: Vec<VariantRow> = rows(&run);
+    let pack = workspace_root().join("data/packs/general-medicine");
+    let settings = cfeval_diagnosis::dialogue::Settings::load(&pack).expect("dialogue settings");
+    let mut secrets: Vec<String> = cases
+        .iter()
+        .filter_map(|case| case.reference.diagnosis.clone())
+        .collect();
+    for variant in &variants {
+        for line in cfeval_diagnosis::dialogue::result_lines(&settings, &variant.sections) {
+            if let Some((_, value)) = line.line.split_once(": ")
+                && value.len() >= 12
+            {
+                secrets.push(value.to_string());
+            }
+        }
+    }
+    let bodies = server.bodies();
+    let patient_bodies: Vec<String> = bodies
+        .iter()
+        .filter(|body| body["model"] == "patient")
+        .map(|body| body.to_string().to_lowercase())
+        .collect();
+    assert!(
+        patient_bodies.len() >= 24,
+        "{} patient requests",
+        patient_bodies.len()
+    );
+    for body in &patient_bodies {
+        for secret in &secrets {
+            let secret = serde_json::to_string(&secret.to_lowercase()).expect("json");
+            let secret = secret.trim_matches('"');
+            assert!(!body.contains(secret), "the patient was told {secret:?}: {body}");
+        }
+        assert!(!body.contains("request test") && !body.contains("results:"));
+    }
+
+    // A rerun of infer is served from the cache: no new call.
+    let before = server.requests();
+    succeeded(
+        cfeval_in(
+            dir.path(),
+            &[
+                "run",
+                &file.display().to_string(),
+                "--run-dir",
+                &run.display().to_string(),
+                "--from",
+                "infer",
+            ],
+        ),
+        "cfeval run --from infer",
+    );
+    assert_eq!(server.requests(), before, "every call came from the cache");
+    let again = dialogues(&run);
+
+    // 30% of the answers faults: nothing is lost, nothing differs.
+    let faulty = self::server(FaultRates {
+        server_error: 0.2,
+        rate_limited: 0.1,
+        ..FaultRates::default()
+    });
+    let faulty_dir = tempfile::tempdir().expect("tempdir");
+    let faulty_file = pipeline(faulty_dir.path(), "dialogue", &faulty.openai_base_url());
+    let faulty_run = faulty_dir.path().join("runs/dialogue");
+    run_until_done(faulty_dir.path(), &faulty_file, &faulty_run, 3);
+    assert!(faulty.faults_injected() > 0, "the server did fault");
+    assert_eq!(dialogues(&faulty_run), again, "the same dialogues, turn for turn");
+}
+
+#[test]
+fn the_measurement_agent_returns_the_cases_own_lines() {
+    let root = workspace_root();
+    let Some(cases) = crate::support::osce_cases() else {
+        return;
+    };
+    let pack = root.join("data/packs/general-medicine");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    succeeded(
+        cfeval_in(
+            dir.path(),
+            &[
+                "synthesize",
+                "--out",
+                &run.display().to_string(),
+                "--pack",
+                &pack.display().to_string(),
+                "--input",
+                &cases.display().to_string(),
+            ],
+        ),
+        "cfeval synthesize",
+    );
+    let settings = cfeval_diagnosis::dialogue::Settings::load(&pack).expect("settings");
+    let ontology = cfeval_diagnosis::ontology::Ontology::load(&pack).expect("ontology");
+    let measurement = cfeval_diagnosis::dialogue::Measurement {
+        settings: &settings,
+        ontology: &ontology,
+    };
+    let (mut asked, mut exact) = (0usize, 0usize);
+    let mut misses = Vec::new();
+    for case in rows::<CaseRow>(&run) {
+        for line in cfeval_diagnosis::dialogue::result_lines(&settings, &case.sections) {
+            let specific = line
+                .label
+                .rsplit(" - ")
+                .find(|part| !matches!(part.to_lowercase().as_str(), "findings" | "results" | "result"))
+                .unwrap_or(&line.label)
+                .to_string();
+            let mut requests = vec![line.label.clone(), specific.clone()];
+            for (name, synonyms) in ontology.tests_named(&specific) {
+                // Only a test the label names whole: `Complete Blood Count`
+                // for CBC, not a word of it.
+                if ontology.test_matches(&name, &specific) && ontology.test_matches(&specific, &name) {
+                    requests.push(name);
+                    requests.extend(synonyms);
+                }
+            }
+            for request in requests {
+                asked += 1;
+                let answer = measurement.answer(&request, &case.sections, &[]);
+                if answer.text.lines().any(|returned| returned == line.line) {
+                    exact += 1;
+                } else if misses.len() < 20 {
+                    misses.push(format!(
+                        "{request:?} → {:?} (wanted {:?})",
+                        answer.text, line.line
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!("measurement: {exact}/{asked} requests got the case's own line");
+    assert!(asked > 1000, "{asked} requests");
+    assert_eq!(exact, asked, "misses:\n{}", misses.join("\n"));
+}
