@@ -62,6 +62,7 @@
 //! | `spearman_judges` (+ `_p`) | `comparison`/`all` | cross-judge ρ of CSS over the subjects under test |
 //! | `kappa`, `kappa_linear`, `kappa_quadratic` | `comparison`/`all` | Cohen's κ between raters on the CSS scale (0, ½, 1 ordered; wrong direction its own category) |
 //! | `human_failure_rate`, `judge_failure_rate` | `family` | share of CSS = 0 on the human-labelled tuples |
+//! | `dialogue_coverage`, `dialogue_turns`, `dialogue_tests`, `dialogue_no_diagnosis` | `overall`/`all`, `family`/`baseline` | mode `dialogue`: how the dialogues went ([`dialogue`], from `responses`; judge `none`) |
 //!
 //! Rank probabilities carry the number of usable resamples in `n_tuples`.
 //!
@@ -71,6 +72,7 @@
 
 pub mod accumulate;
 pub mod compare;
+pub mod dialogue;
 pub mod error;
 pub mod human;
 pub mod scores;
@@ -239,6 +241,7 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
     ));
     rows.extend(scores::outcome_rows(&run, &accumulated, &config.css_families));
     rows.extend(human::rows(&run, &accumulated, &labels, &options));
+    rows.extend(dialogue::rows(run_dir, &run, &options)?);
     let report = Report {
         skipped: false,
         run,

@@ -52,7 +52,14 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// The families a pipeline may name.
-pub const FAMILIES: [&str; 6] = ["A", "B", "C", "D", "E", "N"];
+/// The families of the built-in oncology pack.
+fn builtin_families() -> Vec<String> {
+    cfeval_schema::vocab::Vocabulary::builtin()
+        .families
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect()
+}
 
 /// A pipeline file's problem, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -666,6 +673,26 @@ impl Checker<'_> {
                 None => top(&message),
             });
         }
+        // Families are the pack's (`F` and `N` in general medicine).
+        let pack_families: Vec<String> = match &pack {
+            Some((_, Some(pack))) => pack
+                .vocabulary
+                .families
+                .iter()
+                .map(|(id, _)| id.clone())
+                .collect(),
+            Some((dir, None)) => cfeval_schema::pack::Pack::load(dir).map_or_else(
+                |_| builtin_families(),
+                |pack| {
+                    pack.vocabulary
+                        .families
+                        .iter()
+                        .map(|(id, _)| id.clone())
+                        .collect()
+                },
+            ),
+            None => builtin_families(),
+        };
         let pack = pack.map(|(dir, _)| dir);
 
         let infer = raw.infer.unwrap_or_default();
@@ -684,6 +711,7 @@ impl Checker<'_> {
             max_steps: self.at_least_one(infer.max_steps.as_ref(), 8, "max-steps")?,
             temperature,
             samples: self.at_least_one(infer.samples.as_ref(), 1, "samples")?,
+            families: pack_families,
         };
 
         if raw.subjects.is_empty() {
@@ -710,7 +738,7 @@ impl Checker<'_> {
         let mut judges = Vec::new();
         let mut seen = BTreeSet::new();
         for judge in &raw.judges {
-            let plan = self.judge(judge, &subjects, &families)?;
+            let plan = self.judge(judge, &subjects, &families, &defaults.families)?;
             if !seen.insert(plan.name.clone()) {
                 return Err(self.spanned(
                     &judge.get_ref().name,
@@ -1034,13 +1062,17 @@ impl Checker<'_> {
         })
     }
 
-    fn families(&self, values: &[Spanned<String>]) -> Result<Vec<String>, PipelineError> {
+    fn families(&self, values: &[Spanned<String>], known: &[String]) -> Result<Vec<String>, PipelineError> {
         let mut families = Vec::new();
         for value in values {
-            if !FAMILIES.contains(&value.get_ref().as_str()) {
+            if !known.contains(value.get_ref()) {
                 return Err(self.spanned(
                     value,
-                    format!("unknown family `{}` (A, B, C, D, E or N)", value.get_ref()),
+                    format!(
+                        "unknown family `{}` (the pack's are {})",
+                        value.get_ref(),
+                        known.join(", ")
+                    ),
                 ));
             }
             if !families.contains(value.get_ref()) {
@@ -1148,7 +1180,7 @@ impl Checker<'_> {
             None => vec![cfeval_infer::Mode::SingleShot],
         };
         let families = match &raw.families {
-            Some(values) => self.families(values)?,
+            Some(values) => self.families(values, &defaults.families)?,
             None => Vec::new(),
         };
         let agent_families = match &raw.agent_families {
@@ -1156,7 +1188,7 @@ impl Checker<'_> {
                 if !modes.contains(&cfeval_infer::Mode::Agent) {
                     return Err(self.spanned(values, "`agent-families` is set but `modes` has no `agent`"));
                 }
-                Some(self.families(values.get_ref())?)
+                Some(self.families(values.get_ref(), &defaults.families)?)
             }
             None => None,
         };
@@ -1253,6 +1285,7 @@ impl Checker<'_> {
         judge: &Spanned<RawJudge>,
         subjects: &[SubjectPlan],
         families: &cfeval_judge::Families,
+        pack_families: &[String],
     ) -> Result<JudgePlan, PipelineError> {
         let raw = judge.get_ref();
         let name = raw.name.get_ref().clone();
@@ -1317,7 +1350,7 @@ impl Checker<'_> {
             only_subjects.push(subject.get_ref().clone());
         }
         let only_families = match &raw.families {
-            Some(values) => self.families(values)?,
+            Some(values) => self.families(values, pack_families)?,
             None => Vec::new(),
         };
         if !rule {
@@ -1382,6 +1415,8 @@ struct Defaults {
     max_steps: u32,
     temperature: f64,
     samples: u32,
+    /// The families of the run's pack (the built-in oncology's without one).
+    families: Vec<String>,
 }
 
 /// One model a pipeline calls, for the environment check.

@@ -188,6 +188,10 @@ pub struct Report {
     /// Rows left not `ok` because they were tried `max_tries` times.
     pub gave_up: u64,
     pub cached: u64,
+    /// HTTP requests made for the rows answered in this run (retries
+    /// included; 0 for answers from the cache). A dialogue or an agent makes
+    /// several per tuple.
+    pub requests: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
@@ -797,6 +801,7 @@ impl<'a> Window<'a> {
         report.answered += 1;
         report.errors += u64::from(row.status != ResponseStatus::Ok.as_str());
         report.cached += u64::from(row.cached);
+        report.requests += u64::from(row.attempts);
         report.input_tokens += row.input_tokens;
         report.output_tokens += row.output_tokens;
         report.cost_usd += row.cost_usd;

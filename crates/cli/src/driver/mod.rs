@@ -671,11 +671,7 @@ impl Driver {
                 match result {
                     Ok(report) => {
                         // Controls answer in process: no model calls.
-                        let calls = if control {
-                            0
-                        } else {
-                            report.answered.saturating_sub(report.cached)
-                        };
+                        let calls = if control { 0 } else { report.requests };
                         let state = if report.answered == 0 {
                             format!("complete (skipped): {} tuples", report.tuples)
                         } else {

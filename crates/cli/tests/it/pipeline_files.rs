@@ -95,6 +95,43 @@ fn the_shipped_pipelines_parse() {
     );
 }
 
+#[test]
+fn the_shipped_diagnosis_pipelines_parse_with_the_packs_families() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pipelines");
+    if crate::support::osce_cases().is_none() {
+        return;
+    }
+    for name in ["osce-demo.toml", "dialogue-demo.toml"] {
+        let pipeline = Pipeline::load(&root.join(name)).unwrap_or_else(|error| panic!("{name}: {error}"));
+        let embedded = pipeline
+            .subjects
+            .iter()
+            .find(|subject| subject.name == "embedded/smollm2-135m")
+            .expect("the embedded subject");
+        assert_eq!(embedded.runs[0].families, vec!["F".to_string()], "{name}");
+    }
+    let dialogue = Pipeline::load(&root.join("dialogue-demo.toml")).expect("dialogue demo");
+    let plan = dialogue.dialogue.expect("[dialogue]");
+    assert_eq!(
+        (plan.patient.as_str(), plan.max_turns),
+        ("embedded/smollm2-135m", Some(6))
+    );
+    assert!(matches!(
+        dialogue.cases,
+        cfeval_cli::pipeline::Cases::Inputs { limit: Some(10), .. }
+    ));
+    // A family of another pack is refused, naming the pack's.
+    let text = std::fs::read_to_string(root.join("osce-demo.toml"))
+        .expect("osce demo")
+        .replace("families = [\"F\"]", "families = [\"D\"]")
+        .replace("\"../", &format!("\"{}/", root.join("..").display()));
+    let error = parse(&text).expect_err("family D is oncology's");
+    assert!(
+        error.message.contains("unknown family `D` (the pack's are F, N)"),
+        "{error}"
+    );
+}
+
 /// (what is broken, the line to replace (1-based, 0 = append), its new text,
 /// the line the error must name, a fragment of the message).
 fn cases() -> Vec<(&'static str, usize, String, usize, &'static str)> {

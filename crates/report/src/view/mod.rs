@@ -271,7 +271,8 @@ fn mode_order(mode: &str) -> u8 {
     match mode {
         "single_shot" => 0,
         "agent" => 1,
-        _ => 2,
+        "dialogue" => 2,
+        _ => 3,
     }
 }
 
@@ -280,6 +281,7 @@ fn mode_title(mode: &str) -> String {
     match mode {
         "single_shot" => "Single-shot".into(),
         "agent" => "Agent".into(),
+        "dialogue" => "Dialogue".into(),
         other => other.replace('_', " "),
     }
 }

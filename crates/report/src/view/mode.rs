@@ -28,6 +28,9 @@ pub struct ModeView {
     /// Repeated samples: how much a subject's answers vary on one chart
     /// (only when a subject answered tuples more than once).
     pub samples: Option<TableView>,
+    /// Dialogues (mode `dialogue`): accuracy, information coverage, turns,
+    /// tests requested and dialogues without a diagnosis.
+    pub dialogue: Option<TableView>,
     pub slope: PlotView,
     pub spearman: Option<String>,
     /// How likely the CSS ranking differs from the CMS ranking.
@@ -177,6 +180,42 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         ]);
     }
     let samples = (!samples.rows.is_empty()).then_some(samples);
+
+    // Dialogues: how the doctor's conversations went (judge `none`).
+    let mut dialogue = TableView::new(
+        &format!(
+            "Dialogues: diagnostic accuracy of the baseline dialogues (CMS, {under}), information \
+             coverage (the case's patient findings and results the doctor elicited), doctor turns \
+             used, tests requested, and the share that reached the interaction limit without a \
+             diagnosis; 95% case-bootstrap intervals"
+        ),
+        &[
+            "Subject",
+            "Accuracy",
+            "Coverage",
+            "Turns",
+            "Tests requested",
+            "No diagnosis",
+            "Dialogues",
+        ],
+    );
+    for &(subject, control) in &subjects {
+        let of = |metric: &str| scores.get(subject, mode, "none", metric, "overall", "all");
+        let coverage = of("dialogue_coverage");
+        if coverage.is_none() {
+            continue;
+        }
+        dialogue.rows.push(vec![
+            Cell::subject(subject, control),
+            Cell::estimate(overall(subject, "cms")),
+            Cell::estimate(coverage),
+            Cell::estimate(of("dialogue_turns")),
+            Cell::estimate(of("dialogue_tests")),
+            Cell::estimate(of("dialogue_no_diagnosis")),
+            Cell::number(coverage.map_or("—".to_string(), |row| row.n_tuples.to_string())),
+        ]);
+    }
+    let dialogue = (!dialogue.rows.is_empty()).then_some(dialogue);
 
     // Rank slope chart over every subject with both metrics, controls included.
     let both: Vec<(&str, bool, f64, f64)> = subjects
@@ -539,6 +578,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         scores: table,
         left_out: left_out_table,
         samples,
+        dialogue,
         slope,
         spearman,
         rank_swap,

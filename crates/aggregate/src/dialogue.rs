@@ -1,0 +1,166 @@
+//! Dialogue metrics (mode `dialogue`): how each doctor's dialogues went,
+//! from `responses.dialogue`, with the same case bootstrap as every other
+//! estimate (the cases resampled, a case's dialogues moving together).
+//!
+//! | `metric` | `level` / `group` | value |
+//! | --- | --- | --- |
+//! | `dialogue_coverage` | `overall`/`all`, `family`/`baseline` | mean information coverage (the case's patient findings and results the doctor elicited) |
+//! | `dialogue_turns` | `overall`/`all`, `family`/`baseline` | mean doctor turns used |
+//! | `dialogue_tests` | `overall`/`all`, `family`/`baseline` | mean tests requested |
+//! | `dialogue_no_diagnosis` | `overall`/`all`, `family`/`baseline` | share of dialogues that reached the interaction limit without a diagnosis |
+//!
+//! Rows carry `judge = "none"` (no judge decides them); only `ok` rows count.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use cfeval_schema::{DialogueOutcome, ResponseRow, ScoreRow, ShardStore, Table};
+use serde::Deserialize;
+
+use crate::error::Result;
+use crate::stats::{Design, Options, Series, Statistic, bootstrap};
+
+/// What the metrics read of a response.
+#[derive(Deserialize)]
+struct Dialogue {
+    subject: String,
+    is_control: bool,
+    mode: String,
+    case_id: String,
+    family: String,
+    status: String,
+    prompt_set: String,
+    dialogue: Option<DialogueOutcome>,
+}
+
+const COLUMNS: &[&str] = &[
+    "subject",
+    "is_control",
+    "mode",
+    "case_id",
+    "family",
+    "status",
+    "prompt_set",
+    "dialogue",
+];
+
+/// The quantities of one dialogue, in [`METRICS`] order.
+fn quantities(outcome: &DialogueOutcome) -> [f64; 4] {
+    [
+        outcome.coverage,
+        f64::from(outcome.turns),
+        outcome.tests_requested.len() as f64,
+        f64::from(u8::from(outcome.outcome != "diagnosis")),
+    ]
+}
+
+const METRICS: [&str; 4] = [
+    "dialogue_coverage",
+    "dialogue_turns",
+    "dialogue_tests",
+    "dialogue_no_diagnosis",
+];
+
+/// (subject, mode, group) → per case: the sums of the quantities and the
+/// number of dialogues.
+type Sums = BTreeMap<(String, String, &'static str), BTreeMap<String, ([f64; 4], f64)>>;
+
+/// The dialogue score rows of the run in `run_dir` (none when it has no
+/// dialogues).
+pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow>> {
+    let Some(store) = ShardStore::open_existing(
+        &run_dir.join(ResponseRow::NAME),
+        ResponseRow::NAME,
+        ResponseRow::schema(),
+    )?
+    else {
+        return Ok(Vec::new());
+    };
+    let mut sums: Sums = BTreeMap::new();
+    let mut controls: BTreeMap<String, (bool, String)> = BTreeMap::new();
+    for batch in store.read_columns::<Dialogue>(COLUMNS)? {
+        for row in batch? {
+            let Some(outcome) = row
+                .dialogue
+                .filter(|_| row.mode == "dialogue" && row.status == "ok")
+            else {
+                continue;
+            };
+            controls
+                .entry(row.subject.clone())
+                .or_insert((row.is_control, row.prompt_set.clone()));
+            let values = quantities(&outcome);
+            let groups: &[&'static str] = if row.family == cfeval_schema::vocab::BASELINE {
+                &["all", cfeval_schema::vocab::BASELINE]
+            } else {
+                &["all"]
+            };
+            for group in groups {
+                let cell = sums
+                    .entry((row.subject.clone(), row.mode.clone(), group))
+                    .or_default()
+                    .entry(row.case_id.clone())
+                    .or_insert(([0.0; 4], 0.0));
+                for (sum, value) in cell.0.iter_mut().zip(values) {
+                    *sum += value;
+                }
+                cell.1 += 1.0;
+            }
+        }
+    }
+    if sums.is_empty() {
+        return Ok(Vec::new());
+    }
+    // One stratum of every case with a dialogue, in one order for all.
+    let mut cases: Vec<&String> = sums.values().flat_map(|by_case| by_case.keys()).collect();
+    cases.sort();
+    cases.dedup();
+    let index: BTreeMap<&String, usize> = cases.iter().enumerate().map(|(at, case)| (*case, at)).collect();
+    let mut series = Vec::new();
+    let mut labels = Vec::new();
+    for ((subject, mode, group), by_case) in &sums {
+        for (quantity, metric) in METRICS.iter().enumerate() {
+            let mut num = vec![0.0; cases.len()];
+            let mut den = vec![0.0; cases.len()];
+            for (case, (values, count)) in by_case {
+                num[index[case]] = values[quantity];
+                den[index[case]] = *count;
+            }
+            let dialogues = den.iter().sum::<f64>() as u64;
+            series.push(Series { stratum: 0, num, den });
+            labels.push((subject, mode, *group, *metric, dialogues, by_case.len() as u64));
+        }
+    }
+    let design = Design::new(&[cases.len()], &series)?;
+    let statistics: Vec<Statistic> = (0..series.len()).map(|at| Statistic::ratio(vec![at])).collect();
+    let result = bootstrap(&design, &statistics, options)?;
+    let mut out = Vec::new();
+    for ((subject, mode, group, metric, dialogues, n_cases), estimate) in
+        labels.into_iter().zip(&result.estimates)
+    {
+        if !estimate.value.is_finite() {
+            continue;
+        }
+        let (is_control, prompt_set) = controls.get(subject).cloned().unwrap_or_default();
+        for (method, interval) in [("percentile", estimate.percentile), ("bca", estimate.bca)] {
+            out.push(ScoreRow {
+                run: run.to_string(),
+                subject: subject.clone(),
+                is_control,
+                mode: mode.clone(),
+                judge: "none".into(),
+                metric: metric.to_string(),
+                level: if group == "all" { "overall" } else { "family" }.into(),
+                group: group.to_string(),
+                value: estimate.value,
+                ci_low: interval.map(|(low, _)| low),
+                ci_high: interval.map(|(_, high)| high),
+                ci_method: interval.map(|_| method.to_string()),
+                n_tuples: dialogues,
+                n_cases,
+                prompt_set: Some(prompt_set.clone()),
+            });
+        }
+    }
+    Ok(out)
+}
