@@ -8,6 +8,7 @@
 //! | `dialogue_turns` | `overall`/`all`, `family`/`baseline` | mean doctor turns used |
 //! | `dialogue_tests` | `overall`/`all`, `family`/`baseline` | mean tests requested |
 //! | `dialogue_no_diagnosis` | `overall`/`all`, `family`/`baseline` | share of dialogues that reached the interaction limit without a diagnosis |
+//! | `perception_confidence`, `perception_compliance`, `perception_consult_again` | `overall`/`all`, `family`/`baseline` | the patient agent's mean rating (1–10) of the doctor, over the dialogues it rated |
 //!
 //! Rows carry `judge = "none"` (no judge decides them); only `ok` rows count.
 
@@ -44,26 +45,39 @@ const COLUMNS: &[&str] = &[
     "dialogue",
 ];
 
-/// The quantities of one dialogue, in [`METRICS`] order.
-fn quantities(outcome: &DialogueOutcome) -> [f64; 4] {
+/// The quantities of one dialogue, in [`METRICS`] order; a rating the
+/// patient did not give is left out of its mean (`None`).
+fn quantities(outcome: &DialogueOutcome) -> [Option<f64>; METRIC_COUNT] {
+    let rating =
+        |pick: fn(&cfeval_schema::Perception) -> u32| outcome.perception.as_ref().map(|p| f64::from(pick(p)));
     [
-        outcome.coverage,
-        f64::from(outcome.turns),
-        outcome.tests_requested.len() as f64,
-        f64::from(u8::from(outcome.outcome != "diagnosis")),
+        Some(outcome.coverage),
+        Some(f64::from(outcome.turns)),
+        Some(outcome.tests_requested.len() as f64),
+        Some(f64::from(u8::from(outcome.outcome != "diagnosis"))),
+        rating(|p| p.confidence),
+        rating(|p| p.compliance),
+        rating(|p| p.consult_again),
     ]
 }
 
-const METRICS: [&str; 4] = [
+const METRIC_COUNT: usize = 7;
+
+const METRICS: [&str; METRIC_COUNT] = [
     "dialogue_coverage",
     "dialogue_turns",
     "dialogue_tests",
     "dialogue_no_diagnosis",
+    "perception_confidence",
+    "perception_compliance",
+    "perception_consult_again",
 ];
 
-/// (subject, mode, group) → per case: the sums of the quantities and the
-/// number of dialogues.
-type Sums = BTreeMap<(String, String, &'static str), BTreeMap<String, ([f64; 4], f64)>>;
+/// Per case: each quantity's sum and count.
+type Cell = [(f64, f64); METRIC_COUNT];
+
+/// (subject, mode, group) → per case: the sums and counts of the quantities.
+type Sums = BTreeMap<(String, String, &'static str), BTreeMap<String, Cell>>;
 
 /// The dialogue score rows of the run in `run_dir` (none when it has no
 /// dialogues).
@@ -100,11 +114,13 @@ pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow
                     .entry((row.subject.clone(), row.mode.clone(), group))
                     .or_default()
                     .entry(row.case_id.clone())
-                    .or_insert(([0.0; 4], 0.0));
-                for (sum, value) in cell.0.iter_mut().zip(values) {
-                    *sum += value;
+                    .or_insert([(0.0, 0.0); METRIC_COUNT]);
+                for ((sum, count), value) in cell.iter_mut().zip(values) {
+                    if let Some(value) = value {
+                        *sum += value;
+                        *count += 1.0;
+                    }
                 }
-                cell.1 += 1.0;
             }
         }
     }
@@ -122,13 +138,16 @@ pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow
         for (quantity, metric) in METRICS.iter().enumerate() {
             let mut num = vec![0.0; cases.len()];
             let mut den = vec![0.0; cases.len()];
-            for (case, (values, count)) in by_case {
-                num[index[case]] = values[quantity];
-                den[index[case]] = *count;
+            for (case, cell) in by_case {
+                (num[index[case]], den[index[case]]) = cell[quantity];
             }
             let dialogues = den.iter().sum::<f64>() as u64;
+            if dialogues == 0 {
+                continue;
+            }
+            let rated_cases = den.iter().filter(|count| **count > 0.0).count() as u64;
             series.push(Series { stratum: 0, num, den });
-            labels.push((subject, mode, *group, *metric, dialogues, by_case.len() as u64));
+            labels.push((subject, mode, *group, *metric, dialogues, rated_cases));
         }
     }
     let design = Design::new(&[cases.len()], &series)?;

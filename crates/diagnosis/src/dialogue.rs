@@ -6,8 +6,9 @@
 //! diagnosis judge.
 //!
 //! Everything here is data of the pack, `dialogue.yaml` (its fields are
-//! commented at its top) and two prompts, `prompts/dialogue_doctor.md` and
-//! `prompts/dialogue_patient.md`:
+//! commented at its top) and three prompts, `prompts/dialogue_doctor.md`,
+//! `prompts/dialogue_patient.md` and `prompts/dialogue_perception.md` (the
+//! patient's ratings of the doctor when the consultation is over):
 //!
 //! - the **patient** agent knows the sections listed under `patient` and
 //!   nothing else — never the diagnosis, never a result;
@@ -52,6 +53,9 @@ pub struct Settings {
     pub doctor_prompt: String,
     /// The patient's system prompt (`{patient}`).
     pub patient_prompt: String,
+    /// What the patient is asked when the consultation is over
+    /// (`{conclusion}`): its ratings of the doctor.
+    pub perception_prompt: String,
     hash: String,
 }
 
@@ -77,6 +81,7 @@ struct RawSettings {
 pub const FILE: &str = "dialogue.yaml";
 const DOCTOR_PROMPT: &str = "prompts/dialogue_doctor.md";
 const PATIENT_PROMPT: &str = "prompts/dialogue_patient.md";
+const PERCEPTION_PROMPT: &str = "prompts/dialogue_perception.md";
 
 impl Settings {
     /// Loads `dialogue.yaml` and the two prompts of the pack in `pack_dir`.
@@ -88,12 +93,26 @@ impl Settings {
         let text = read(FILE)?;
         let doctor = read(DOCTOR_PROMPT)?;
         let patient = read(PATIENT_PROMPT)?;
-        Self::parse(&text, &pack_dir.join(FILE).display().to_string(), doctor, patient)
+        let perception = read(PERCEPTION_PROMPT)?;
+        Self::parse(
+            &text,
+            &pack_dir.join(FILE).display().to_string(),
+            Prompts {
+                doctor,
+                patient,
+                perception,
+            },
+        )
     }
 
     /// Parses the settings (`origin` names the file in errors) with the
     /// prompts' texts.
-    pub fn parse(text: &str, origin: &str, doctor_prompt: String, patient_prompt: String) -> Result<Self> {
+    pub fn parse(text: &str, origin: &str, prompts: Prompts) -> Result<Self> {
+        let Prompts {
+            doctor: doctor_prompt,
+            patient: patient_prompt,
+            perception: perception_prompt,
+        } = prompts;
         let invalid = |message: String| Error::Invalid(format!("{origin}: {message}"));
         let raw: RawSettings = serde_norway::from_str(text).map_err(|error| invalid(error.to_string()))?;
         if raw.version != 1 {
@@ -127,6 +146,7 @@ impl Settings {
         for (file, prompt, needs) in [
             (DOCTOR_PROMPT, &doctor_prompt, &["{objective}", "{max_turns}"][..]),
             (PATIENT_PROMPT, &patient_prompt, &["{patient}"][..]),
+            (PERCEPTION_PROMPT, &perception_prompt, &["{conclusion}"][..]),
         ] {
             if let Some(missing) = needs.iter().find(|placeholder| !prompt.contains(*placeholder)) {
                 return Err(Error::Invalid(format!("{file}: the prompt has no {missing}")));
@@ -138,6 +158,8 @@ impl Settings {
             .update(doctor_prompt.as_bytes())
             .update(b"\0")
             .update(patient_prompt.as_bytes())
+            .update(b"\0")
+            .update(perception_prompt.as_bytes())
             .finalize()
             .to_hex()
             .to_string();
@@ -156,11 +178,17 @@ impl Settings {
             result_kinds: raw.result_kinds,
             doctor_prompt,
             patient_prompt,
+            perception_prompt,
             hash,
         })
     }
 
-    /// BLAKE3 of the settings file and both prompts.
+    /// The patient's closing question, with the doctor's conclusion.
+    pub fn perception_request(&self, conclusion: &str) -> String {
+        self.perception_prompt.replace("{conclusion}", conclusion)
+    }
+
+    /// BLAKE3 of the settings file and the prompts.
     pub fn hash(&self) -> &str {
         &self.hash
     }
@@ -228,6 +256,52 @@ impl Settings {
         }
         Turn::Question(text.trim().to_string())
     }
+}
+
+/// The texts of the dialogue's three prompts.
+#[derive(Debug, Clone)]
+pub struct Prompts {
+    pub doctor: String,
+    pub patient: String,
+    pub perception: String,
+}
+
+/// The patient's ratings of the doctor (1–10 each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ratings {
+    pub confidence: u32,
+    pub compliance: u32,
+    pub consult_again: u32,
+}
+
+/// Reads the patient's ratings from its reply: a JSON object (alone, or
+/// fenced, or inside other text) with `confidence`, `compliance` and
+/// `consult_again`, each a whole number from 1 to 10. `Err` says what is
+/// wrong; nothing is guessed.
+pub fn read_ratings(reply: &str) -> std::result::Result<Ratings, String> {
+    let start = reply.find('{').ok_or("the reply holds no JSON object")?;
+    let end = reply
+        .rfind('}')
+        .filter(|&end| end > start)
+        .ok_or("the reply's JSON object is not closed")?;
+    let value: serde_json::Value = serde_json::from_str(&reply[start..=end])
+        .map_err(|error| format!("the reply's JSON is invalid: {error}"))?;
+    let rating = |key: &str| -> std::result::Result<u32, String> {
+        let number = value
+            .get(key)
+            .ok_or_else(|| format!("no `{key}`"))?
+            .as_f64()
+            .ok_or_else(|| format!("`{key}` is not a number"))?;
+        if number.fract() != 0.0 || !(1.0..=10.0).contains(&number) {
+            return Err(format!("`{key}` is {number}, not a whole number from 1 to 10"));
+        }
+        Ok(number as u32)
+    };
+    Ok(Ratings {
+        confidence: rating("confidence")?,
+        compliance: rating("compliance")?,
+        consult_again: rating("consult_again")?,
+    })
 }
 
 /// What a doctor's turn does.
@@ -491,14 +565,45 @@ finding_kinds: [symptom, history]
 result_kinds: [test_result, exam, vital]
 ";
 
+    fn prompts(doctor: &str, patient: &str) -> Prompts {
+        Prompts {
+            doctor: doctor.into(),
+            patient: patient.into(),
+            perception: "Over: {conclusion}. Rate.".into(),
+        }
+    }
+
     fn settings() -> Settings {
         Settings::parse(
             SETTINGS,
             "dialogue.yaml",
-            "Objective: {objective}. {max_turns} turns.".into(),
-            "You are the patient: {patient}".into(),
+            prompts(
+                "Objective: {objective}. {max_turns} turns.",
+                "You are the patient: {patient}",
+            ),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn ratings_are_read_strictly() {
+        assert_eq!(
+            read_ratings("Sure! ```json\n{\"confidence\": 7, \"compliance\": 8, \"consult_again\": 6}\n```"),
+            Ok(Ratings {
+                confidence: 7,
+                compliance: 8,
+                consult_again: 6
+            })
+        );
+        for bad in [
+            "I trust the doctor.",
+            "{\"confidence\": 7, \"compliance\": 8}",
+            "{\"confidence\": 11, \"compliance\": 8, \"consult_again\": 6}",
+            "{\"confidence\": 7.5, \"compliance\": 8, \"consult_again\": 6}",
+            "{\"confidence\": \"high\", \"compliance\": 8, \"consult_again\": 6}",
+        ] {
+            assert!(read_ratings(bad).is_err(), "{bad}");
+        }
     }
 
     fn section(name: &str, text: &str) -> Section {
@@ -542,13 +647,11 @@ result_kinds: [test_result, exam, vital]
         let error = Settings::parse(
             &SETTINGS.replace("patient: [history, symptoms]", "patient: [history, labs]"),
             "dialogue.yaml",
-            "{objective} {max_turns}".into(),
-            "{patient}".into(),
+            prompts("{objective} {max_turns}", "{patient}"),
         )
         .unwrap_err();
         assert!(error.to_string().contains("both the patient's"), "{error}");
-        let error =
-            Settings::parse(SETTINGS, "d.yaml", "{objective}".into(), "{patient}".into()).unwrap_err();
+        let error = Settings::parse(SETTINGS, "d.yaml", prompts("{objective}", "{patient}")).unwrap_err();
         assert!(error.to_string().contains("no {max_turns}"), "{error}");
     }
 

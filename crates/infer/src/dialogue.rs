@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use cfeval_diagnosis::dialogue::{Measurement, Settings, Turn};
 use cfeval_diagnosis::ontology::Ontology;
-use cfeval_model::{ChatResponse, Message, ModelClient, Unusable};
+use cfeval_model::{ChatResponse, Message, ModelClient, ResponseFormat, Unusable};
 use cfeval_schema::{DialogueOutcome, ResponseRow, ResponseStatus, TraceStep, VariantRow};
 
 use crate::control::Control;
@@ -86,6 +86,8 @@ impl Dialogue {
             tests_elicited: 0,
             tests_total: 0,
             coverage: 0.0,
+            perception: None,
+            perception_error: None,
         }
     }
 
@@ -287,6 +289,7 @@ impl Dialogue {
                         .row
                         .trace
                         .push(said_step(step, "doctor", "diagnosis", &said));
+                    step += 1;
                     outcome.outcome = "diagnosis".into();
                     outcome.diagnosis = Some(diagnosis);
                     break;
@@ -325,6 +328,26 @@ impl Dialogue {
             }
         }
         transcript.row.text = Some(last_doctor);
+        // The consultation is over: the patient rates the doctor.
+        // The patient is told whether the doctor reached a diagnosis, never
+        // which: it never hears a diagnosis.
+        let conclusion = match &outcome.diagnosis {
+            Some(_) => "the doctor has reached a diagnosis and will explain the plan",
+            None => "the doctor could not reach a diagnosis in this consultation",
+        };
+        let request = self.settings.perception_request(conclusion);
+        if let Some(reply) = asking.rate(transcript, request, &mut step).await {
+            match cfeval_diagnosis::dialogue::read_ratings(&reply) {
+                Ok(ratings) => {
+                    outcome.perception = Some(cfeval_schema::Perception {
+                        confidence: ratings.confidence,
+                        compliance: ratings.compliance,
+                        consult_again: ratings.consult_again,
+                    });
+                }
+                Err(why) => outcome.perception_error = Some(why),
+            }
+        }
     }
 }
 
@@ -361,6 +384,44 @@ impl Asking<'_> {
     }
 }
 
+impl Asking<'_> {
+    /// Asks the patient for its ratings of the doctor (strict JSON; the
+    /// reply is traced, not counted as what the patient said of itself).
+    async fn rate(
+        &mut self,
+        transcript: &mut Transcript<'_>,
+        request: String,
+        step: &mut u32,
+    ) -> Option<String> {
+        let mut messages = self.messages.clone();
+        messages.push(Message::user(request));
+        let mut call = self.settings.request(messages);
+        call.params.response_format = Some(ResponseFormat::JsonSchema {
+            name: "patient_perception".into(),
+            schema: perception_schema(),
+            strict: true,
+        });
+        let reply = transcript.send(self.patient, &call, self.tag, "patient").await?;
+        transcript
+            .row
+            .trace
+            .push(said_step(*step, "patient", "perception", &reply));
+        *step += 1;
+        Some(reply.text)
+    }
+}
+
+/// The ratings' JSON schema: three whole numbers from 1 to 10.
+fn perception_schema() -> serde_json::Value {
+    let rating = serde_json::json!({"type": "integer", "minimum": 1, "maximum": 10});
+    serde_json::json!({
+        "type": "object",
+        "properties": {"confidence": rating, "compliance": rating, "consult_again": rating},
+        "required": ["confidence", "compliance", "consult_again"],
+        "additionalProperties": false
+    })
+}
+
 /// The row being written and the cache keys of its calls.
 struct Transcript<'a> {
     row: &'a mut ResponseRow,
@@ -380,7 +441,18 @@ impl Transcript<'_> {
         speaker: &str,
     ) -> Option<Said> {
         let request = settings.request(messages.to_vec());
-        match client.chat_checked(&request, Some(tag), Some(&turn_check)).await {
+        self.send(client, &request, tag, speaker).await
+    }
+
+    /// Sends one request (see [`Self::call`]).
+    async fn send(
+        &mut self,
+        client: &ModelClient,
+        request: &cfeval_model::ChatRequest,
+        tag: &str,
+        speaker: &str,
+    ) -> Option<Said> {
+        match client.chat_checked(request, Some(tag), Some(&turn_check)).await {
             Ok(completion) => {
                 crate::respond::account(self.row, &completion);
                 self.all_cached &= completion.from_cache;

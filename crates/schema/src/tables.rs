@@ -244,6 +244,24 @@ pub struct DialogueOutcome {
     /// Information coverage: (findings + results elicited) / (findings +
     /// results in the case); 0 when the case has neither.
     pub coverage: f64,
+    /// The patient agent's ratings of the doctor once the consultation was
+    /// over (none for a control doctor, which no patient talks with).
+    pub perception: Option<Perception>,
+    /// Why the patient's ratings are missing: its reply was not the JSON
+    /// asked for (never guessed).
+    pub perception_error: Option<String>,
+}
+
+/// The patient's ratings of the doctor, 1–10 each (AgentClinic's
+/// patient-centred measures).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Perception {
+    /// Confidence in the doctor's assessment.
+    pub confidence: u32,
+    /// Likelihood of following the doctor's plan.
+    pub compliance: u32,
+    /// Likelihood of consulting this doctor again.
+    pub consult_again: u32,
 }
 
 /// Table `responses`: one row per (subject, mode, variant, sample).

@@ -425,9 +425,9 @@ fn plan_unit(
     let calls_per_tuple = match mode {
         Mode::SingleShot => 1,
         Mode::Agent => u64::from(subject.max_steps.max(1)),
-        // At most N doctor turns and N patient replies (its opening
-        // statement included): N × 2.
-        Mode::Dialogue => 2 * u64::from(dialogue_turns.max(1)),
+        // At most N doctor turns, N patient replies (its opening statement
+        // included) and the patient's closing ratings: N × 2 + 1.
+        Mode::Dialogue => 2 * u64::from(dialogue_turns.max(1)) + 1,
     };
     let mut cached = 0u64;
     let mut input_chars = 0u64;

@@ -33,6 +33,11 @@ fn responder() -> Responder {
     Arc::new(|model: &str, last: &str, _seed: Option<u64>| {
         match model {
             "patient" if last.contains(GREETING_MARK) => "OPENING: I have felt unwell for a few weeks.",
+            // Not the JSON asked for: the ratings are missing, never guessed.
+            "patient" if last.contains("could not reach a diagnosis") => "I would rather not say.",
+            "patient" if last.contains("consultation is over") => {
+                r#"{"confidence": 7, "compliance": 8, "consult_again": 6}"#
+            }
             "patient" => "REPLY: It came on slowly and has been getting worse.",
             "doctor" if last.starts_with("Patient: OPENING") => "How long has this been going on?",
             "doctor" if last.starts_with("Patient: REPLY") => "REQUEST TEST: Complete blood count",
@@ -185,7 +190,7 @@ fn dialogues_run_end_to_end_against_a_scripted_server() {
     }
 
     // The scripted doctor: greeting, opening, a question, a reply, a test
-    // request with its result, and the diagnosis.
+    // request with its result, the diagnosis, and the patient's ratings.
     for row in of(&responses, "vllm/doctor") {
         let speakers: Vec<&str> = row
             .trace
@@ -201,7 +206,8 @@ fn dialogues_run_end_to_end_against_a_scripted_server() {
                 "patient",
                 "doctor",
                 "measurement",
-                "doctor"
+                "doctor",
+                "patient"
             ],
             "{:?}",
             row.trace
@@ -217,6 +223,21 @@ fn dialogues_run_end_to_end_against_a_scripted_server() {
             "turns carry their tokens"
         );
         assert!((0.0..=1.0).contains(&dialogue.coverage));
+        let steps: Vec<u32> = row.trace.iter().map(|step| step.step).collect();
+        assert_eq!(steps, (0..8).collect::<Vec<u32>>(), "steps are numbered in order");
+        let perception = dialogue.perception.expect("the patient rated the doctor");
+        assert_eq!(
+            (
+                perception.confidence,
+                perception.compliance,
+                perception.consult_again
+            ),
+            (7, 8, 6)
+        );
+        assert_eq!(
+            row.trace.last().and_then(|step| step.speaker.as_deref()),
+            Some("patient")
+        );
     }
     // Case 1 has a complete blood count: the measurement agent returns its
     // line as the chart writes it.
@@ -240,6 +261,14 @@ fn dialogues_run_end_to_end_against_a_scripted_server() {
         let dialogue = row.dialogue.as_ref().expect("outcome");
         assert_eq!((dialogue.outcome.as_str(), dialogue.turns), ("no_diagnosis", 4));
         assert!(row.recommendation.is_none());
+        assert!(dialogue.perception.is_none(), "{dialogue:?}");
+        assert!(
+            dialogue
+                .perception_error
+                .as_deref()
+                .is_some_and(|why| why.contains("no JSON object")),
+            "{dialogue:?}"
+        );
     }
     let judgments: Vec<JudgmentRow> = rows(&run);
     for judgment in judgments
@@ -280,6 +309,13 @@ fn dialogues_run_end_to_end_against_a_scripted_server() {
         })
         .expect("reference CSS");
     assert_eq!(reference.value, 1.0, "the reference control in dialogue mode");
+    let confidence = scores
+        .iter()
+        .find(|row| {
+            row.subject == "vllm/doctor" && row.metric == "perception_confidence" && row.level == "overall"
+        })
+        .expect("the patients' confidence, aggregated");
+    assert_eq!((confidence.value, confidence.judge.as_str()), (7.0, "none"));
 
     // The patient never hears the diagnosis or a result.
     let variants: Vec<VariantRow> = rows(&run);

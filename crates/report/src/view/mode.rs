@@ -186,8 +186,10 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         &format!(
             "Dialogues: diagnostic accuracy of the baseline dialogues (CMS, {under}), information \
              coverage (the case's patient findings and results the doctor elicited), doctor turns \
-             used, tests requested, and the share that reached the interaction limit without a \
-             diagnosis; 95% case-bootstrap intervals"
+             used, tests requested, the share that reached the interaction limit without a \
+             diagnosis, and the patient agent's ratings of the doctor (1–10: confidence in its \
+             assessment, likelihood of following its plan, of consulting it again); 95% \
+             case-bootstrap intervals"
         ),
         &[
             "Subject",
@@ -196,6 +198,9 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
             "Turns",
             "Tests requested",
             "No diagnosis",
+            "Confidence",
+            "Compliance",
+            "Consult again",
             "Dialogues",
         ],
     );
@@ -212,6 +217,9 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
             Cell::estimate(of("dialogue_turns")),
             Cell::estimate(of("dialogue_tests")),
             Cell::estimate(of("dialogue_no_diagnosis")),
+            Cell::estimate(of("perception_confidence")),
+            Cell::estimate(of("perception_compliance")),
+            Cell::estimate(of("perception_consult_again")),
             Cell::number(coverage.map_or("—".to_string(), |row| row.n_tuples.to_string())),
         ]);
     }

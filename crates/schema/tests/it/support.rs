@@ -255,6 +255,10 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
         proptest::collection::vec(text(), 0..3),
         proptest::collection::vec(text(), 0..3),
         (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>(), finite()),
+        (
+            proptest::option::of((any::<u32>(), any::<u32>(), any::<u32>())),
+            opt_text(),
+        ),
     )
         .prop_map(
             |(
@@ -262,6 +266,7 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                 tests_requested,
                 tests_returned,
                 (findings_elicited, findings_total, tests_elicited, tests_total, coverage),
+                (perception, perception_error),
             )| DialogueOutcome {
                 patient,
                 max_turns,
@@ -275,6 +280,12 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                 tests_elicited,
                 tests_total,
                 coverage,
+                perception: perception.map(|(confidence, compliance, consult_again)| Perception {
+                    confidence,
+                    compliance,
+                    consult_again,
+                }),
+                perception_error,
             },
         )
 }
