@@ -10,11 +10,14 @@
 //! | `dialogue_no_diagnosis` | `overall`/`all`, `family`/`baseline` | share of dialogues that reached the interaction limit without a diagnosis |
 //! | `perception_confidence`, `perception_compliance`, `perception_consult_again` | `overall`/`all`, `family`/`baseline` | the patient agent's mean rating (1–10) of the doctor, over the dialogues it rated |
 //!
+//! | `delta_bias_<metric>` | as its metric | a biased subject (`<model>+bias=<id>`) minus the same subject without the bias, paired by case |
+//!
 //! Rows carry `judge = "none"` (no judge decides them); only `ok` rows count.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use cfeval_schema::vocab::SubjectName;
 use cfeval_schema::{DialogueOutcome, ResponseRow, ScoreRow, ShardStore, Table};
 use serde::Deserialize;
 
@@ -151,7 +154,46 @@ pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow
         }
     }
     let design = Design::new(&[cases.len()], &series)?;
-    let statistics: Vec<Statistic> = (0..series.len()).map(|at| Statistic::ratio(vec![at])).collect();
+    let mut statistics: Vec<Statistic> = (0..series.len()).map(|at| Statistic::ratio(vec![at])).collect();
+    // A biased subject against the same name without its bias, paired by
+    // case (`delta_bias_<metric>`).
+    let at: BTreeMap<(String, &str, &str, &str), usize> = labels
+        .iter()
+        .enumerate()
+        .map(|(at, (subject, mode, group, metric, ..))| {
+            (
+                (SubjectName::canonical_of(subject), mode.as_str(), *group, *metric),
+                at,
+            )
+        })
+        .collect();
+    let mut delta_names = Vec::new();
+    for (index, (subject, mode, group, metric, dialogues, n_cases)) in labels.iter().enumerate() {
+        let Some(unbiased) = SubjectName::parse(subject)
+            .ok()
+            .and_then(|name| name.without_bias())
+        else {
+            continue;
+        };
+        if let Some(&other) = at.get(&(unbiased, mode.as_str(), *group, *metric)) {
+            statistics.push(Statistic::difference(&statistics[index], &statistics[other]));
+            delta_names.push((
+                *subject,
+                *mode,
+                *group,
+                crate::scores::delta_metric("delta_bias", metric),
+                *dialogues,
+                *n_cases,
+            ));
+        }
+    }
+    let labels: Vec<_> = labels
+        .into_iter()
+        .map(|(subject, mode, group, metric, dialogues, n_cases)| {
+            (subject, mode, group, metric.to_string(), dialogues, n_cases)
+        })
+        .chain(delta_names)
+        .collect();
     let result = bootstrap(&design, &statistics, options)?;
     let mut out = Vec::new();
     for ((subject, mode, group, metric, dialogues, n_cases), estimate) in
@@ -168,7 +210,7 @@ pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow
                 is_control,
                 mode: mode.clone(),
                 judge: "none".into(),
-                metric: metric.to_string(),
+                metric: metric.clone(),
                 level: if group == "all" { "overall" } else { "family" }.into(),
                 group: group.to_string(),
                 value: estimate.value,

@@ -264,6 +264,8 @@ pub enum Mode {
     #[value(name = "single_shot", alias = "single-shot")]
     SingleShot,
     Agent,
+    /// A consultation with a patient agent (diagnosis packs; `--patient`).
+    Dialogue,
 }
 
 #[derive(Debug, Args)]
@@ -319,6 +321,20 @@ pub struct InferArgs {
     pub cache_dir: Option<PathBuf>,
     #[arg(long)]
     pub allow_mixed_catalogs: bool,
+    /// Mode dialogue: the patient agent (a model subject name; default: the
+    /// subject's own model).
+    #[arg(long)]
+    pub patient: Option<String>,
+    /// Mode dialogue: the patient model's base URL.
+    #[arg(long)]
+    pub patient_base_url: Option<String>,
+    /// Mode dialogue: the interaction limit N, the doctor's turns at most
+    /// (default: the pack's; a `+turns=N` in the subject's name wins).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+    /// Mode dialogue: the patient's tokens per reply.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    pub patient_max_tokens: u32,
 }
 
 #[derive(Debug, Args)]

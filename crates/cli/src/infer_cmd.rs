@@ -28,6 +28,7 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         mode: match args.mode {
             ModeArg::SingleShot => Mode::SingleShot,
             ModeArg::Agent => Mode::Agent,
+            ModeArg::Dialogue => Mode::Dialogue,
         },
         settings: CallSettings {
             temperature: args.temperature,
@@ -47,10 +48,47 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         max_tries: args.max_tries,
         prompts: cfeval_infer::Prompts::named(&args.prompt_set)
             .ok_or_else(|| anyhow::anyhow!("unknown prompt set `{}`", args.prompt_set))?,
+        dialogue: matches!(args.mode, ModeArg::Dialogue)
+            .then(|| dialogue_setup(args, &subject))
+            .transpose()?,
         ..Config::default()
     };
     let report = cfeval_infer::run(&config, subject, &args.run)?;
     tracing::info!(?report, "infer finished");
     writeln!(out, "{}", serde_json::to_string(&report)?)?;
     Ok(())
+}
+
+/// Mode dialogue's patient agent and limit, from the flags and the
+/// subject's options.
+fn dialogue_setup(
+    args: &InferArgs,
+    doctor: &Arc<cfeval_infer::Subject>,
+) -> anyhow::Result<cfeval_infer::DialogueSetup> {
+    let model = cfeval_schema::vocab::SubjectName::model_of(&args.subject);
+    let patient = args.patient.clone().unwrap_or_else(|| model.to_string());
+    let patient_subject = if patient == model && args.patient_base_url == args.base_url {
+        Arc::clone(doctor)
+    } else {
+        let settings = ModelSettings {
+            base_url: args.patient_base_url.clone(),
+            cache_dir: args.cache_dir.clone(),
+            ..ModelSettings::default()
+        };
+        Arc::new(subject(&patient, &args.run, &settings)?)
+    };
+    Ok(cfeval_infer::DialogueSetup {
+        patient,
+        patient_settings: CallSettings {
+            temperature: args.temperature,
+            seed: Some(args.seed),
+            max_tokens: args.patient_max_tokens,
+            ..CallSettings::default()
+        },
+        max_turns: args.max_turns,
+        patient_subject: Some(patient_subject),
+        bias: None,
+        reflect: false,
+    }
+    .with_options_of(&args.subject))
 }

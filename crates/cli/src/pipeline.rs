@@ -47,7 +47,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use cfeval_model::{Limits, Price, SubjectSpec};
-use cfeval_schema::vocab::SubjectKind;
+use cfeval_schema::vocab::{SubjectKind, SubjectName};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -712,6 +712,7 @@ impl Checker<'_> {
             temperature,
             samples: self.at_least_one(infer.samples.as_ref(), 1, "samples")?,
             families: pack_families,
+            pack: pack.clone(),
         };
 
         if raw.subjects.is_empty() {
@@ -721,10 +722,14 @@ impl Checker<'_> {
         let mut seen = BTreeSet::new();
         for subject in &raw.subjects {
             let plan = self.subject(subject, &defaults)?;
-            if !seen.insert(plan.name.clone()) {
+            // Options in another order are the same subject.
+            if !seen.insert(SubjectName::canonical_of(&plan.name)) {
                 return Err(self.spanned(
                     &subject.get_ref().name,
-                    format!("subject `{}` is named twice", plan.name),
+                    format!(
+                        "subject `{}` is named twice (options in any order are one subject)",
+                        plan.name
+                    ),
                 ));
             }
             subjects.push(plan);
@@ -1092,7 +1097,7 @@ impl Checker<'_> {
         }
         // The provider table decides; environment values are not needed to
         // know whether the name is well formed.
-        let spec = SubjectSpec::new(value.clone());
+        let spec = SubjectSpec::new(SubjectName::model_of(value));
         let placeholder = |var: &str| {
             Some(
                 if var.ends_with("_BASE_URL") {
@@ -1192,6 +1197,40 @@ impl Checker<'_> {
             }
             None => None,
         };
+        let options = SubjectName::parse(&name).map_err(|error| self.spanned(&raw.name, error))?;
+        if !options.options.is_empty() {
+            if modes != [cfeval_infer::Mode::Dialogue] {
+                return Err(self.spanned(
+                    &raw.name,
+                    format!("`{name}` has options (+…), which are settings of mode dialogue: give it `modes = [\"dialogue\"]`"),
+                ));
+            }
+            if control && (options.bias().is_some() || options.reflects()) {
+                return Err(self.spanned(
+                    &raw.name,
+                    format!("`{name}`: a control doctor takes `+turns=` only (it neither reads a bias nor reflects)"),
+                ));
+            }
+            if let (Some(bias), Some(pack)) = (options.bias(), defaults.pack.as_deref())
+                && self.check_files
+            {
+                let known = cfeval_diagnosis::dialogue::load_biases(pack)
+                    .map_err(|error| self.spanned(&raw.name, error.to_string()))?;
+                if !known.iter().any(|held| held.id == bias) {
+                    return Err(self.spanned(
+                        &raw.name,
+                        format!(
+                            "bias `{bias}` is not in the pack's biases.yaml ({})",
+                            known
+                                .iter()
+                                .map(|held| held.id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
         let runs = modes
             .iter()
             .map(|&mode| ModeRun {
@@ -1417,6 +1456,8 @@ struct Defaults {
     samples: u32,
     /// The families of the run's pack (the built-in oncology's without one).
     families: Vec<String>,
+    /// The run's pack folder, if it names one.
+    pack: Option<PathBuf>,
 }
 
 /// One model a pipeline calls, for the environment check.
@@ -1501,7 +1542,7 @@ impl Pipeline {
                     )
                 })
             } else {
-                let mut spec = SubjectSpec::new(endpoint.model);
+                let mut spec = SubjectSpec::new(SubjectName::model_of(endpoint.model));
                 spec.base_url = endpoint.base_url.cloned();
                 spec.api_key_env = endpoint.api_key_env.cloned();
                 spec.resolve_with(env)

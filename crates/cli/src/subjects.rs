@@ -7,7 +7,7 @@ use anyhow::Context;
 use cfeval_embedded::{EmbeddedBackend, Options};
 use cfeval_infer::{Control, Subject};
 use cfeval_model::{Blocking, Journal, Limits, ModelClient, PriceTable, ResponseCache, SubjectSpec};
-use cfeval_schema::vocab::SubjectKind;
+use cfeval_schema::vocab::{SubjectKind, SubjectName};
 
 /// How to reach a model subject.
 #[derive(Debug, Clone, Default)]
@@ -80,7 +80,8 @@ pub fn model_client(name: &str, run_dir: &Path, settings: &ModelSettings) -> any
         });
         ModelClient::builder(Arc::new(Blocking::new(backend))).limits(limits)
     } else {
-        let mut spec = SubjectSpec::new(name);
+        // The model, its options (`+bias=…`, `+turns=…`) aside.
+        let mut spec = SubjectSpec::new(SubjectName::model_of(name));
         spec.base_url = settings.base_url.clone();
         spec.api_key_env = settings.api_key_env.clone();
         spec.price = settings.price;

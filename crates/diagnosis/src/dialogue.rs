@@ -46,6 +46,8 @@ pub struct Settings {
     pub normal_readings: String,
     pub not_available: String,
     pub final_notice: String,
+    /// The self-review request of the `reflect` tool.
+    pub reflection: String,
     pub finding_kinds: Vec<String>,
     pub result_kinds: Vec<String>,
     /// The doctor's system prompt (`{objective}`, `{max_turns}`,
@@ -73,6 +75,7 @@ struct RawSettings {
     normal_readings: String,
     not_available: String,
     final_notice: String,
+    reflection: String,
     finding_kinds: Vec<String>,
     result_kinds: Vec<String>,
 }
@@ -174,6 +177,7 @@ impl Settings {
             normal_readings: raw.normal_readings,
             not_available: raw.not_available,
             final_notice: raw.final_notice,
+            reflection: raw.reflection,
             finding_kinds: raw.finding_kinds,
             result_kinds: raw.result_kinds,
             doctor_prompt,
@@ -256,6 +260,78 @@ impl Settings {
         }
         Turn::Question(text.trim().to_string())
     }
+}
+
+/// One of the pack's dialogue biases (`biases.yaml`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bias {
+    pub id: String,
+    /// `cognitive` or `implicit`.
+    pub kind: String,
+    /// `doctor` or `patient`: whose instructions the text joins.
+    pub role: String,
+    pub text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBiases {
+    version: u32,
+    biases: Vec<Bias>,
+}
+
+/// The file that holds a pack's dialogue biases.
+pub const BIASES_FILE: &str = "biases.yaml";
+
+/// Loads the pack's biases (`biases.yaml`), checked: unique ids, a known
+/// kind and role, a text.
+pub fn load_biases(pack_dir: &Path) -> Result<Vec<Bias>> {
+    let path = pack_dir.join(BIASES_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
+        path: path.clone(),
+        source,
+    })?;
+    parse_biases(&text, &path.display().to_string())
+}
+
+/// Parses and checks a biases file (`origin` names it in errors).
+pub fn parse_biases(text: &str, origin: &str) -> Result<Vec<Bias>> {
+    let invalid = |message: String| Error::Invalid(format!("{origin}: {message}"));
+    let raw: RawBiases = serde_norway::from_str(text).map_err(|error| invalid(error.to_string()))?;
+    if raw.version != 1 {
+        return Err(invalid(format!("version {} is not 1", raw.version)));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for bias in &raw.biases {
+        if !seen.insert(bias.id.as_str()) {
+            return Err(invalid(format!("bias `{}` is listed twice", bias.id)));
+        }
+        if bias.id.is_empty()
+            || !bias
+                .id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            return Err(invalid(format!("bias id `{}` must be snake_case", bias.id)));
+        }
+        if !matches!(bias.kind.as_str(), "cognitive" | "implicit") {
+            return Err(invalid(format!(
+                "bias `{}`: kind `{}` is not cognitive or implicit",
+                bias.id, bias.kind
+            )));
+        }
+        if !matches!(bias.role.as_str(), "doctor" | "patient") {
+            return Err(invalid(format!(
+                "bias `{}`: role `{}` is not doctor or patient",
+                bias.id, bias.role
+            )));
+        }
+        if bias.text.trim().is_empty() {
+            return Err(invalid(format!("bias `{}` has no text", bias.id)));
+        }
+    }
+    Ok(raw.biases)
 }
 
 /// The texts of the dialogue's three prompts.
@@ -561,6 +637,7 @@ diagnosis_ready: 'DIAGNOSIS READY:'
 normal_readings: 'RESULTS: normal readings'
 not_available: 'RESULTS: not available'
 final_notice: Last turn.
+reflection: Review it.
 finding_kinds: [symptom, history]
 result_kinds: [test_result, exam, vital]
 ";
@@ -583,6 +660,26 @@ result_kinds: [test_result, exam, vital]
             ),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn the_shipped_biases_load_and_bad_ones_are_named() {
+        let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/general-medicine");
+        let biases = load_biases(&pack).unwrap();
+        assert_eq!(biases.len(), 24, "AgentClinic's 24");
+        for role in ["doctor", "patient"] {
+            assert!(biases.iter().filter(|bias| bias.role == role).count() >= 10);
+        }
+        let bad = "version: 1\nbiases:\n  - {id: a, kind: cognitive, role: nurse, text: x}\n";
+        let error = parse_biases(bad, "biases.yaml").unwrap_err().to_string();
+        assert!(error.contains("role `nurse`"), "{error}");
+        let twice = "version: 1\nbiases:\n  - {id: a, kind: implicit, role: doctor, text: x}\n  - {id: a, kind: implicit, role: doctor, text: y}\n";
+        assert!(
+            parse_biases(twice, "b")
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
     }
 
     #[test]

@@ -37,6 +37,11 @@ pub struct Dialogue {
     pub patient_settings: CallSettings,
     /// The interaction limit N: the doctor's turns at most.
     pub max_turns: u32,
+    /// The bias the dialogues run under: its text joins its role's
+    /// instructions.
+    pub bias: Option<cfeval_diagnosis::dialogue::Bias>,
+    /// The doctor's `reflect` tool.
+    pub reflect: bool,
 }
 
 impl std::fmt::Debug for Dialogue {
@@ -88,6 +93,8 @@ impl Dialogue {
             coverage: 0.0,
             perception: None,
             perception_error: None,
+            bias: self.bias.as_ref().map(|bias| bias.id.clone()),
+            diagnosis_before_reflection: None,
         }
     }
 
@@ -238,7 +245,14 @@ impl Dialogue {
         let measurement = self.measurement();
         let objective = self.settings.objective(&variant.sections);
         let brief = self.settings.patient_brief(&variant.sections);
-        let mut patient_messages = vec![Message::system(self.settings.patient_system(&brief))];
+        let biased = |role: &str, text: String| match &self.bias {
+            Some(bias) if bias.role == role => format!("{text}\n\n{}", bias.text),
+            _ => text,
+        };
+        let mut patient_messages = vec![Message::system(biased(
+            "patient",
+            self.settings.patient_system(&brief),
+        ))];
         let mut step = 0u32;
         transcript.row.trace.push(turn_step(
             step,
@@ -263,7 +277,10 @@ impl Dialogue {
             return;
         };
         let mut doctor_messages = vec![
-            Message::system(self.settings.doctor_system(&objective, self.max_turns)),
+            Message::system(biased(
+                "doctor",
+                self.settings.doctor_system(&objective, self.max_turns),
+            )),
             Message::user(format!("Patient: {opening}")),
         ];
         let mut last_doctor = String::new();
@@ -292,6 +309,26 @@ impl Dialogue {
                     step += 1;
                     outcome.outcome = "diagnosis".into();
                     outcome.diagnosis = Some(diagnosis);
+                    if self.reflect {
+                        // One self-review step; its diagnosis, when it
+                        // names one, is the answer.
+                        doctor_messages.push(Message::user(self.settings.reflection.clone()));
+                        let Some(review) = transcript
+                            .call(doctor, settings, &doctor_messages, &variant.variant_id, "doctor")
+                            .await
+                        else {
+                            return;
+                        };
+                        transcript
+                            .row
+                            .trace
+                            .push(said_step(step, "doctor", "reflection", &review));
+                        step += 1;
+                        if let Turn::Diagnosis(reviewed) = self.settings.read_turn(&review.text) {
+                            outcome.diagnosis_before_reflection = outcome.diagnosis.replace(reviewed);
+                            last_doctor = review.text.clone();
+                        }
+                    }
                     break;
                 }
                 Turn::RequestTest(test) => {

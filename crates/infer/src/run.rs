@@ -136,6 +136,23 @@ pub struct DialogueSetup {
     pub max_turns: Option<u32>,
     /// The patient agent itself (needed to run, not to plan or fingerprint).
     pub patient_subject: Option<Arc<Subject>>,
+    /// The bias the dialogues run under (an id of the pack's `biases.yaml`).
+    pub bias: Option<String>,
+    /// The doctor's `reflect` tool: one self-review step before it finishes.
+    pub reflect: bool,
+}
+
+impl DialogueSetup {
+    /// Applies a subject's options (`+turns=N` over the run's limit,
+    /// `+bias=<id>`, `+reflect`); a name with none leaves the setup as it is.
+    pub fn with_options_of(mut self, subject: &str) -> Self {
+        if let Ok(name) = cfeval_schema::vocab::SubjectName::parse(subject) {
+            self.max_turns = name.turns().or(self.max_turns);
+            self.bias = name.bias().map(str::to_string);
+            self.reflect = name.reflects();
+        }
+        self
+    }
 }
 
 #[derive(Serialize)]
@@ -145,6 +162,10 @@ struct DialogueFingerprint<'a> {
     patient_seed: Option<u64>,
     patient_max_tokens: u32,
     max_turns: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bias: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    reflect: bool,
 }
 
 /// The default of [`Config::max_tries`].
@@ -258,6 +279,8 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
                 patient_seed: setup.patient_settings.seed,
                 patient_max_tokens: setup.patient_settings.max_tokens,
                 max_turns: setup.max_turns,
+                bias: setup.bias.as_deref(),
+                reflect: setup.reflect,
             }),
     })
 }
@@ -305,6 +328,25 @@ fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Di
     }
     let settings = cfeval_diagnosis::dialogue::Settings::load(&pack.dir).map_err(pack_error)?;
     let ontology = cfeval_diagnosis::ontology::Ontology::load(&pack.dir).map_err(pack_error)?;
+    let bias = match &setup.bias {
+        Some(id) => {
+            let biases = cfeval_diagnosis::dialogue::load_biases(&pack.dir).map_err(pack_error)?;
+            let found = biases.iter().find(|bias| bias.id == *id).cloned();
+            Some(found.ok_or_else(|| {
+                Error::Pack(format!(
+                    "bias `{id}` is not in the {} pack's {} (its biases: {})",
+                    pack.name,
+                    cfeval_diagnosis::dialogue::BIASES_FILE,
+                    biases
+                        .iter()
+                        .map(|bias| bias.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?)
+        }
+        None => None,
+    };
     let max_turns = setup.max_turns.unwrap_or(settings.max_turns);
     if max_turns == 0 {
         return Err(Error::Pack(
@@ -317,6 +359,8 @@ fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Di
         patient: Arc::clone(patient),
         patient_settings: setup.patient_settings.clone(),
         max_turns,
+        bias,
+        reflect: setup.reflect,
     })
 }
 

@@ -75,7 +75,8 @@ impl Families {
 
     /// The family of `provider/model` (or a bare model name), if any.
     pub fn family_of(&self, name: &str) -> Option<&str> {
-        let lower = name.to_ascii_lowercase();
+        // A subject's options (`+bias=…`) do not change its model.
+        let lower = cfeval_schema::vocab::SubjectName::model_of(name).to_ascii_lowercase();
         let (provider, model) = lower.split_once('/').unwrap_or(("", lower.as_str()));
         for (family, rule) in &self.families {
             if rule

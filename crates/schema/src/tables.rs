@@ -250,6 +250,12 @@ pub struct DialogueOutcome {
     /// Why the patient's ratings are missing: its reply was not the JSON
     /// asked for (never guessed).
     pub perception_error: Option<String>,
+    /// The bias the dialogue ran under (the pack's `biases.yaml` id; none
+    /// for an unbiased subject).
+    pub bias: Option<String>,
+    /// With the `reflect` tool: the diagnosis the doctor first named, before
+    /// its self-review (`diagnosis` is the reviewed one).
+    pub diagnosis_before_reflection: Option<String>,
 }
 
 /// The patient's ratings of the doctor, 1–10 each (AgentClinic's

@@ -33,8 +33,9 @@ pub enum SubjectKind<'a> {
 }
 
 impl<'a> SubjectKind<'a> {
-    /// Reads a subject's name.
+    /// Reads a subject's name (its options aside: see [`SubjectName`]).
     pub fn of(name: &'a str) -> Self {
+        let name = SubjectName::model_of(name);
         if let Some(kind) = name.strip_prefix(CONTROL_PREFIX) {
             SubjectKind::Control(kind)
         } else if let Some(model) = name.strip_prefix(EMBEDDED_PREFIX) {
@@ -52,6 +53,138 @@ impl<'a> SubjectKind<'a> {
     /// Whether the name is the embedded model's.
     pub fn is_embedded(name: &str) -> bool {
         matches!(SubjectKind::of(name), SubjectKind::Embedded(_))
+    }
+}
+
+/// What separates a subject's options from its model in its name.
+pub const OPTION_SEPARATOR: char = '+';
+
+/// One option of a subject, written after its model: it runs the same model
+/// another way, so it is another subject in every table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubjectOption {
+    /// `turns=N`: a dialogue's interaction limit N.
+    Turns(u32),
+    /// `bias=<id>`: a dialogue bias of the pack's `biases.yaml`.
+    Bias(String),
+    /// `reflect`: one self-review step before the dialogue's diagnosis.
+    Reflect,
+}
+
+impl SubjectOption {
+    /// The option as a name writes it.
+    pub fn written(&self) -> String {
+        match self {
+            SubjectOption::Turns(turns) => format!("turns={turns}"),
+            SubjectOption::Bias(id) => format!("bias={id}"),
+            SubjectOption::Reflect => "reflect".into(),
+        }
+    }
+}
+
+/// A subject's name as tables write it: its model (`provider/model`,
+/// `embedded/<model>` or `control/<kind>`) and its options, each after a
+/// `+` (`vllm/llama-3-8b+bias=doctor_recency+turns=10`). Options are
+/// settings of mode `dialogue`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectName<'a> {
+    pub model: &'a str,
+    pub options: Vec<SubjectOption>,
+}
+
+impl<'a> SubjectName<'a> {
+    /// The model part of a name (the whole name when it has no options).
+    pub fn model_of(name: &str) -> &str {
+        name.split_once(OPTION_SEPARATOR).map_or(name, |(model, _)| model)
+    }
+
+    /// Reads a name; `Err` says which option is not one.
+    pub fn parse(name: &'a str) -> Result<Self, String> {
+        let mut parts = name.split(OPTION_SEPARATOR);
+        let model = parts.next().unwrap_or_default();
+        let mut options: Vec<SubjectOption> = Vec::new();
+        for part in parts {
+            let option = match part.split_once('=') {
+                Some(("turns", value)) => match value.parse::<u32>() {
+                    Ok(turns) if turns >= 1 => SubjectOption::Turns(turns),
+                    _ => {
+                        return Err(format!(
+                            "`turns={value}` in `{name}`: N must be a whole number, 1 or more"
+                        ));
+                    }
+                },
+                Some(("bias", id)) if !id.is_empty() => SubjectOption::Bias(id.to_string()),
+                None if part == "reflect" => SubjectOption::Reflect,
+                _ => {
+                    return Err(format!(
+                        "`{part}` in `{name}` is not a subject option (turns=N, bias=<id>, reflect)"
+                    ));
+                }
+            };
+            if options
+                .iter()
+                .any(|held| std::mem::discriminant(held) == std::mem::discriminant(&option))
+            {
+                return Err(format!("`{name}` gives `{part}` more than once"));
+            }
+            options.push(option);
+        }
+        Ok(Self { model, options })
+    }
+
+    /// The interaction limit the name sets.
+    pub fn turns(&self) -> Option<u32> {
+        self.options.iter().find_map(|option| match option {
+            SubjectOption::Turns(turns) => Some(*turns),
+            _ => None,
+        })
+    }
+
+    /// The bias the name sets.
+    pub fn bias(&self) -> Option<&str> {
+        self.options.iter().find_map(|option| match option {
+            SubjectOption::Bias(id) => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether the name asks for a self-review step.
+    pub fn reflects(&self) -> bool {
+        self.options.contains(&SubjectOption::Reflect)
+    }
+
+    /// The name with its options in one order (as written, sorted): two
+    /// names that set the same options read alike.
+    pub fn canonical(&self) -> String {
+        self.written(|_| true)
+    }
+
+    /// The canonical name without its bias: the subject a biased one is
+    /// compared with (`None` for a name without a bias).
+    pub fn without_bias(&self) -> Option<String> {
+        self.bias()?;
+        Some(self.written(|option| !matches!(option, SubjectOption::Bias(_))))
+    }
+
+    fn written(&self, keep: impl Fn(&SubjectOption) -> bool) -> String {
+        let mut options: Vec<String> = self
+            .options
+            .iter()
+            .filter(|option| keep(option))
+            .map(SubjectOption::written)
+            .collect();
+        options.sort();
+        let mut name = self.model.to_string();
+        for option in options {
+            name.push(OPTION_SEPARATOR);
+            name.push_str(&option);
+        }
+        name
+    }
+
+    /// The canonical form of a name (the name itself when it does not read).
+    pub fn canonical_of(name: &str) -> String {
+        SubjectName::parse(name).map_or_else(|_| name.to_string(), |parsed| parsed.canonical())
     }
 }
 
@@ -247,6 +380,48 @@ impl Vocabulary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subjects_options_follow_its_model() {
+        let name = SubjectName::parse("vllm/org/model+bias=doctor_recency+turns=10+reflect").unwrap();
+        assert_eq!(name.model, "vllm/org/model");
+        assert_eq!(
+            (name.turns(), name.bias(), name.reflects()),
+            (Some(10), Some("doctor_recency"), true)
+        );
+        assert_eq!(
+            name.without_bias().as_deref(),
+            Some("vllm/org/model+reflect+turns=10")
+        );
+        assert_eq!(
+            SubjectName::canonical_of("m/x+turns=10+reflect"),
+            SubjectName::canonical_of("m/x+reflect+turns=10")
+        );
+        assert_eq!(SubjectName::parse("openai/gpt-5").unwrap().options, vec![]);
+        assert!(
+            SubjectName::parse("openai/gpt-5")
+                .unwrap()
+                .without_bias()
+                .is_none()
+        );
+        assert!(matches!(
+            SubjectKind::of("embedded/smollm2-135m+turns=4"),
+            SubjectKind::Embedded("smollm2-135m")
+        ));
+        assert!(matches!(
+            ControlKind::of("control/reference+turns=4"),
+            Some(ControlKind::Reference)
+        ));
+        for bad in [
+            "m/x+turns=0",
+            "m/x+turns=ten",
+            "m/x+bias=",
+            "m/x+colour=red",
+            "m/x+reflect+reflect",
+        ] {
+            assert!(SubjectName::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn control_kinds_read_from_names() {

@@ -1,6 +1,7 @@
 //! From per-case sums to score rows: the bootstrap estimates (CSS
 //! tuple-weighted and family-balanced, CMS, spurious shift,
-//! integration/access failure, agent − single-shot deltas), the comparisons
+//! integration/access failure, agent − single-shot and biased − unbiased
+//! deltas), the comparisons
 //! built on them ([`compare`]: ranks, rank probabilities, Spearman ρ, blind
 //! spots, cross-judge agreement) and the counts of judgments left out
 //! ([`outcomes`]).
@@ -11,6 +12,7 @@ pub mod outcomes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cfeval_schema::ScoreRow;
+use cfeval_schema::vocab::SubjectName;
 
 pub use compare::{CompareSettings, comparison_rows, kappa_rows};
 pub use outcomes::outcome_rows;
@@ -230,45 +232,86 @@ pub fn specs(accumulated: &Accumulated, layout: &Layout, families: &Families<'_>
         }
     }
     // Paired deltas agent − single_shot of the same subject under the same judge.
-    let mut deltas = Vec::new();
-    let by_key: HashMap<SpecKey<'_>, &Spec> = out.iter().map(|spec| (spec.key(), spec)).collect();
-    for spec in &out {
-        if spec.mode != "agent"
-            || !matches!(
-                spec.metric.as_str(),
-                "css" | CSS_BALANCED | "cms" | "spurious_shift"
+    let agent = paired_deltas(
+        &out,
+        |spec| (spec.mode == "agent").then(|| (spec.subject.clone(), "single_shot".to_string())),
+        |spec| {
+            (
+                "agent-single_shot".to_string(),
+                delta_metric("delta_agent_minus_single_shot", &spec.metric),
             )
-            || spec.level == "intervention"
-        {
+        },
+    );
+    // Biased − unbiased: a subject named `<model>+bias=<id>…` against the
+    // same name without its bias (options in any order), same mode.
+    let names: HashMap<String, &str> = out
+        .iter()
+        .map(|spec| (SubjectName::canonical_of(&spec.subject), spec.subject.as_str()))
+        .collect();
+    let bias = paired_deltas(
+        &out,
+        |spec| {
+            let unbiased = SubjectName::parse(&spec.subject).ok()?.without_bias()?;
+            Some((names.get(&unbiased)?.to_string(), spec.mode.clone()))
+        },
+        |spec| (spec.mode.clone(), delta_metric("delta_bias", &spec.metric)),
+    );
+    out.extend(agent);
+    out.extend(bias);
+    out
+}
+
+/// The metrics paired deltas are taken of.
+const DELTA_METRICS: [&str; 4] = ["css", CSS_BALANCED, "cms", "spurious_shift"];
+
+/// Paired deltas `spec − peer` under the same judge, metric, level and
+/// group, for every spec `peer_of` gives a peer (subject, mode); `label`
+/// names the delta (mode, metric). The cases are resampled together, so the
+/// interval is paired by case.
+fn paired_deltas(
+    specs: &[Spec],
+    peer_of: impl Fn(&Spec) -> Option<(String, String)>,
+    label: impl Fn(&Spec) -> (String, String),
+) -> Vec<Spec> {
+    let by_key: HashMap<SpecKey<'_>, &Spec> = specs.iter().map(|spec| (spec.key(), spec)).collect();
+    let mut deltas = Vec::new();
+    for spec in specs {
+        if !DELTA_METRICS.contains(&spec.metric.as_str()) || spec.level == "intervention" {
             continue;
         }
-        let Some(single) = by_key.get(&(
-            spec.subject.as_str(),
-            "single_shot",
+        let Some((subject, mode)) = peer_of(spec) else {
+            continue;
+        };
+        let key = (
+            subject.as_str(),
+            mode.as_str(),
             spec.judge.as_str(),
             spec.metric.as_str(),
             spec.level,
             spec.group.as_str(),
-        )) else {
+        );
+        let Some(peer) = by_key.get(&key) else {
             continue;
         };
-        let metric = if spec.metric == "css" {
-            "delta_agent_minus_single_shot".to_string()
-        } else {
-            format!("delta_agent_minus_single_shot_{}", spec.metric)
-        };
+        let (mode, metric) = label(spec);
         deltas.push(Spec {
-            subject: spec.subject.clone(),
-            mode: "agent-single_shot".into(),
-            judge: spec.judge.clone(),
+            mode,
             metric,
-            level: spec.level,
-            group: spec.group.clone(),
-            statistic: Statistic::difference(&spec.statistic, &single.statistic),
+            statistic: Statistic::difference(&spec.statistic, &peer.statistic),
+            ..spec.clone()
         });
     }
-    out.extend(deltas);
-    out
+    deltas
+}
+
+/// A delta's metric: `<prefix>` for CSS, `<prefix>_<metric>` for the others
+/// (`delta_bias`, `delta_bias_cms`, `delta_agent_minus_single_shot_cms`, …).
+pub fn delta_metric(prefix: &str, metric: &str) -> String {
+    if metric == "css" {
+        prefix.to_string()
+    } else {
+        format!("{prefix}_{metric}")
+    }
 }
 
 /// Score rows of the bootstrap estimates: one `percentile` and one `bca` row each.

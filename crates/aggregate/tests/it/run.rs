@@ -489,3 +489,82 @@ fn the_earlier_family_strata_design_is_still_available() {
     assert_eq!(css(&joint).value, css(&rows).value);
     assert_ne!(css(&joint).ci_low, css(&rows).ci_low);
 }
+
+#[test]
+fn a_biased_subject_is_compared_with_the_same_subject_without_the_bias() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut shape = small_shape();
+    let subject = |name: &str, p: [f64; 5]| (name.to_string(), false, p);
+    shape.subjects = vec![
+        subject("vllm/doctor", [0.7, 0.6, 0.5, 0.4, 0.6]),
+        subject("vllm/doctor+bias=doctor_recency", [0.4, 0.3, 0.3, 0.2, 0.3]),
+        subject(
+            "vllm/doctor+bias=patient_distrust+turns=10",
+            [0.6, 0.6, 0.6, 0.6, 0.6],
+        ),
+        subject("vllm/doctor+reflect+turns=20", [0.6, 0.6, 0.6, 0.6, 0.6]),
+        subject(
+            "vllm/doctor+turns=20+bias=doctor_race+reflect",
+            [0.6, 0.6, 0.6, 0.6, 0.6],
+        ),
+    ];
+    shape.modes = vec!["dialogue".into()];
+    write_judgments(&shape, dir.path()).expect("write");
+    run(&config(), dir.path()).expect("aggregate");
+    let rows = read_scores(dir.path());
+    let value = |subject: &str, metric: &str| {
+        let found = find(&rows, subject, "dialogue", "rule", metric, "all");
+        assert_eq!(found.len(), 2, "{subject} {metric}: percentile and bca");
+        found[0]
+    };
+    for metric in ["css", "css_balanced", "cms"] {
+        let delta_metric = if metric == "css" {
+            "delta_bias".to_string()
+        } else {
+            format!("delta_bias_{metric}")
+        };
+        let biased = "vllm/doctor+bias=doctor_recency";
+        let delta = value(biased, &delta_metric);
+        let expected = value(biased, metric).value - value("vllm/doctor", metric).value;
+        assert!(
+            (delta.value - expected).abs() < 1e-12,
+            "{metric}: {} vs {expected}",
+            delta.value
+        );
+        let (low, high) = (delta.ci_low.expect("low"), delta.ci_high.expect("high"));
+        assert!(low <= delta.value && delta.value <= high, "{metric}");
+        if metric == "css" {
+            assert!(
+                high < 0.0,
+                "a bias that halves the updates shows: [{low}, {high}]"
+            );
+        }
+    }
+    // Its unbiased peer keeps its other options (`+turns=10`): no such
+    // subject ran, so no delta; the unbiased subject has none of its own.
+    assert!(
+        find(
+            &rows,
+            "vllm/doctor+bias=patient_distrust+turns=10",
+            "dialogue",
+            "rule",
+            "delta_bias",
+            "all"
+        )
+        .is_empty()
+    );
+    assert!(find(&rows, "vllm/doctor", "dialogue", "rule", "delta_bias", "all").is_empty());
+    // Options in another order name the same peer.
+    assert_eq!(
+        find(
+            &rows,
+            "vllm/doctor+turns=20+bias=doctor_race+reflect",
+            "dialogue",
+            "rule",
+            "delta_bias",
+            "all"
+        )
+        .len(),
+        2
+    );
+}

@@ -33,6 +33,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use cfeval_infer::{CallSettings, Slice};
+use cfeval_schema::vocab::SubjectName;
 use cfeval_schema::{CaseRow, JudgmentRow, ResponseRow, ScoreRow, ShardStore, Table, TableName, VariantRow};
 
 use crate::args::{RunArgs, Stage};
@@ -318,16 +319,22 @@ pub fn infer_config(
             .dialogue
             .as_ref()
             .filter(|_| run.mode == cfeval_infer::Mode::Dialogue)
-            .map(|plan| cfeval_infer::DialogueSetup {
-                patient: plan.patient.clone(),
-                patient_settings: CallSettings {
-                    temperature: plan.patient_temperature,
-                    seed: Some(pipeline.seed),
-                    max_tokens: plan.patient_max_tokens,
-                    ..CallSettings::default()
-                },
-                max_turns: plan.max_turns,
-                patient_subject: None,
+            .map(|plan| {
+                cfeval_infer::DialogueSetup {
+                    patient: plan.patient.clone(),
+                    patient_settings: CallSettings {
+                        temperature: plan.patient_temperature,
+                        seed: Some(pipeline.seed),
+                        max_tokens: plan.patient_max_tokens,
+                        ..CallSettings::default()
+                    },
+                    max_turns: plan.max_turns,
+                    patient_subject: None,
+                    bias: None,
+                    reflect: false,
+                }
+                // The subject's own options, checked when the pipeline was read.
+                .with_options_of(&subject.name)
             }),
         ..cfeval_infer::Config::default()
     }
@@ -744,7 +751,7 @@ impl Driver {
         )?);
         if let (Some(setup), Some(plan)) = (config.dialogue.as_mut(), patient) {
             // One model plays both roles from one loaded instance.
-            setup.patient_subject = Some(if plan.patient == job.subject.name {
+            setup.patient_subject = Some(if plan.patient == SubjectName::model_of(&job.subject.name) {
                 Arc::clone(&subject)
             } else {
                 Arc::new(crate::subjects::subject(

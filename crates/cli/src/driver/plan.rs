@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use cfeval_schema::vocab::covers_family;
+use cfeval_schema::vocab::{SubjectName, covers_family};
 use std::path::{Path, PathBuf};
 
 use cfeval_infer::{CallSettings, Mode, Prompts, Slice};
@@ -82,7 +82,7 @@ fn identity(subject: &SubjectPlan) -> Option<BackendIdentity> {
             &cfeval_embedded::default_model_path(),
         ));
     }
-    let mut spec = SubjectSpec::new(subject.name.clone());
+    let mut spec = SubjectSpec::new(SubjectName::model_of(&subject.name));
     spec.base_url = subject.base_url.clone();
     spec.api_key_env = subject.api_key_env.clone();
     // The key is not part of the identity: a placeholder stands in for a
@@ -246,8 +246,10 @@ fn print_plan(
                 &prompts,
                 pipeline.seed,
                 counts.get(&key).copied().unwrap_or(0),
-                subject.price.or_else(|| prices.lookup(&subject.name)),
-                dialogue_turns(pipeline),
+                subject
+                    .price
+                    .or_else(|| prices.lookup(SubjectName::model_of(&subject.name))),
+                dialogue_calls(pipeline, &subject.name),
             )?;
             total_calls += unit.calls;
             total_cost += unit.cost.unwrap_or(0.0);
@@ -375,6 +377,18 @@ fn print_plan(
 
 /// The interaction limit N of the pipeline's dialogues: `[dialogue]
 /// max-turns`, else the pack's `max_turns`, else AgentClinic's 20.
+/// A dialogue's calls at most: the doctor's N turns and the patient's
+/// replies, the patient's ratings, and the `+reflect` review; N is the
+/// subject's `+turns=`, else the run's, else the pack's.
+fn dialogue_calls(pipeline: &Pipeline, subject: &str) -> u64 {
+    let name = SubjectName::parse(subject).ok();
+    let turns = name
+        .as_ref()
+        .and_then(SubjectName::turns)
+        .unwrap_or_else(|| dialogue_turns(pipeline));
+    2 * u64::from(turns.max(1)) + 1 + u64::from(name.is_some_and(|name| name.reflects()))
+}
+
 fn dialogue_turns(pipeline: &Pipeline) -> u32 {
     pipeline
         .dialogue
@@ -402,7 +416,7 @@ fn plan_unit(
     seed: u64,
     tuples: u64,
     price: Option<Price>,
-    dialogue_turns: u32,
+    dialogue_calls: u64,
 ) -> anyhow::Result<UnitPlan> {
     let mut unit = UnitPlan {
         tuples,
@@ -427,7 +441,7 @@ fn plan_unit(
         Mode::Agent => u64::from(subject.max_steps.max(1)),
         // At most N doctor turns, N patient replies (its opening statement
         // included) and the patient's closing ratings: N × 2 + 1.
-        Mode::Dialogue => 2 * u64::from(dialogue_turns.max(1)) + 1,
+        Mode::Dialogue => dialogue_calls,
     };
     let mut cached = 0u64;
     let mut input_chars = 0u64;

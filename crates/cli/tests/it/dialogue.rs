@@ -27,6 +27,8 @@ use cfeval_schema::{CaseRow, JudgmentRow, ResponseRow, ScoreRow, VariantRow};
 use crate::support::{cfeval_in, rows, succeeded, workspace_root};
 
 const GREETING_MARK: &str = "What brings you in";
+/// How the general-medicine pack's reflection request begins.
+const REFLECTION_MARK: &str = "Before you finish, review";
 
 /// The scripted agents, by model name.
 fn responder() -> Responder {
@@ -42,6 +44,8 @@ fn responder() -> Responder {
             "doctor" if last.starts_with("Patient: OPENING") => "How long has this been going on?",
             "doctor" if last.starts_with("Patient: REPLY") => "REQUEST TEST: Complete blood count",
             "doctor" if last.starts_with("Measurement:") => "Thank you.\nDIAGNOSIS READY: Bullous pemphigoid",
+            // The `reflect` tool's self-review: the doctor changes its mind.
+            "doctor" if last.starts_with(REFLECTION_MARK) => "On review, DIAGNOSIS READY: Pemphigus vulgaris",
             "doctor" => "Please go on.",
             "committer" => "DIAGNOSIS READY: Bullous pemphigoid",
             _ => "Could you tell me a little more about that?",
@@ -65,6 +69,26 @@ const LIMITS: &str =
     "{ max-attempts = 8, backoff-base-secs = 0.0, backoff-max-secs = 0.0, max-retry-after-secs = 0.0 }";
 
 fn pipeline(dir: &Path, name: &str, url: &str) -> PathBuf {
+    let subjects = ["vllm/doctor", "vllm/committer", "vllm/talker"]
+        .map(|name| subject(name, url))
+        .concat();
+    write_pipeline(dir, name, url, &subjects)
+}
+
+/// A model subject in mode dialogue on the scripted server.
+fn subject(name: &str, url: &str) -> String {
+    format!(
+        r#"
+[[subjects]]
+name = "{name}"
+base-url = "{url}"
+modes = ["dialogue"]
+limits = {LIMITS}
+"#
+    )
+}
+
+fn write_pipeline(dir: &Path, name: &str, url: &str, subjects: &str) -> PathBuf {
     let root = workspace_root();
     let text = format!(
         r#"[run]
@@ -77,25 +101,7 @@ inputs = ["{cases}"]
 
 [infer]
 max-tries = 5
-
-[[subjects]]
-name = "vllm/doctor"
-base-url = "{url}"
-modes = ["dialogue"]
-limits = {LIMITS}
-
-[[subjects]]
-name = "vllm/committer"
-base-url = "{url}"
-modes = ["dialogue"]
-limits = {LIMITS}
-
-[[subjects]]
-name = "vllm/talker"
-base-url = "{url}"
-modes = ["dialogue"]
-limits = {LIMITS}
-
+{subjects}
 [[subjects]]
 name = "control/reference"
 modes = ["dialogue"]
@@ -385,6 +391,220 @@ fn dialogues_run_end_to_end_against_a_scripted_server() {
     run_until_done(faulty_dir.path(), &faulty_file, &faulty_run, 3);
     assert!(faulty.faults_injected() > 0, "the server did fault");
     assert_eq!(dialogues(&faulty_run), again, "the same dialogues, turn for turn");
+}
+
+#[test]
+fn biases_reflection_and_turns_are_options_of_a_subject() {
+    let server = server(FaultRates::default());
+    let url = server.openai_base_url();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let names = [
+        "vllm/doctor",
+        "vllm/doctor+bias=doctor_recency",
+        "vllm/doctor+bias=patient_self_diagnosis",
+        "vllm/doctor+reflect",
+        "vllm/talker+turns=2",
+    ];
+    let subjects = names.map(|name| subject(name, &url)).concat();
+    let file = write_pipeline(dir.path(), "options", &url, &subjects);
+    let run = dir.path().join("runs/options");
+    run_until_done(dir.path(), &file, &run, 1);
+
+    let responses: Vec<ResponseRow> = rows(&run);
+    let of = |subject: &str| -> Vec<&ResponseRow> {
+        responses.iter().filter(|row| row.subject == subject).collect()
+    };
+    for name in names {
+        assert!(!of(name).is_empty(), "{name} ran");
+    }
+    let outcome = |row: &ResponseRow| row.dialogue.clone().expect("outcome");
+    for row in of("vllm/doctor+bias=doctor_recency") {
+        assert_eq!(
+            outcome(row).bias.as_deref(),
+            Some("doctor_recency"),
+            "the bias is on every row"
+        );
+    }
+    for row in of("vllm/doctor") {
+        assert_eq!(outcome(row).bias, None);
+    }
+    // The bias text joins its own role's instructions and no one else's.
+    let pack = workspace_root().join("data/packs/general-medicine");
+    let biases = cfeval_diagnosis::dialogue::load_biases(&pack).expect("biases");
+    let text_of = |id: &str| {
+        let text = &biases.iter().find(|bias| bias.id == id).expect("bias").text;
+        serde_json::to_string(text)
+            .expect("json")
+            .trim_matches('"')
+            .to_string()
+    };
+    let bodies = server.bodies();
+    let told = |model: &str, text: &str| {
+        bodies
+            .iter()
+            .filter(|body| body["model"] == model && body.to_string().contains(text))
+            .count()
+    };
+    let (doctor_bias, patient_bias) = (text_of("doctor_recency"), text_of("patient_self_diagnosis"));
+    // (role told, role not told, the bias): each text reaches its role only.
+    for (role, other, text) in [
+        ("doctor", "patient", &doctor_bias),
+        ("patient", "doctor", &patient_bias),
+    ] {
+        assert!(told(role, text) > 0, "the biased {role} is told its bias");
+        assert_eq!(told(other, text), 0, "a {role}'s bias is not the {other}'s");
+    }
+
+    // Reflection: one self-review step; its diagnosis is the answer, the
+    // first one kept beside it.
+    for row in of("vllm/doctor+reflect") {
+        let dialogue = outcome(row);
+        assert_eq!(
+            dialogue.diagnosis.as_deref(),
+            Some("Pemphigus vulgaris"),
+            "{:?}",
+            row.trace
+        );
+        assert_eq!(
+            dialogue.diagnosis_before_reflection.as_deref(),
+            Some("Bullous pemphigoid")
+        );
+        assert_eq!(row.recommendation.as_deref(), Some("Pemphigus vulgaris"));
+        assert_eq!(
+            row.trace.iter().filter(|step| step.kind == "reflection").count(),
+            1
+        );
+    }
+    for row in of("vllm/doctor") {
+        assert!(row.trace.iter().all(|step| step.kind != "reflection"));
+        assert_eq!(outcome(row).diagnosis_before_reflection, None);
+    }
+    // `+turns=2` overrides the run's limit of 4.
+    for row in of("vllm/talker+turns=2") {
+        let dialogue = outcome(row);
+        assert_eq!(
+            (dialogue.max_turns, dialogue.turns, dialogue.outcome.as_str()),
+            (2, 2, "no_diagnosis")
+        );
+    }
+
+    // The scores compare each biased doctor with the plain one, paired by
+    // case; the scripted doctor answers alike, so every delta is 0.
+    let scores: Vec<ScoreRow> = rows(&run);
+    for subject in [
+        "vllm/doctor+bias=doctor_recency",
+        "vllm/doctor+bias=patient_self_diagnosis",
+    ] {
+        for (metric, judge) in [
+            ("delta_bias_cms", "rule"),
+            ("delta_bias_dialogue_coverage", "none"),
+            ("delta_bias_perception_confidence", "none"),
+        ] {
+            let row = scores
+                .iter()
+                .find(|row| {
+                    row.subject == subject
+                        && row.metric == metric
+                        && row.judge == judge
+                        && row.level == "overall"
+                })
+                .unwrap_or_else(|| panic!("{subject}: no {metric}"));
+            assert_eq!(
+                (row.value, row.ci_low, row.ci_high),
+                (0.0, Some(0.0), Some(0.0)),
+                "{subject} {metric}"
+            );
+        }
+    }
+    assert!(
+        scores
+            .iter()
+            .all(|row| !(row.subject == "vllm/doctor+reflect" && row.metric.starts_with("delta_bias")))
+    );
+    let report = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("Biases:") && report.contains("patient_self_diagnosis"),
+        "the report's Biases table"
+    );
+
+    // `cfeval infer --mode dialogue` runs one subject the same way.
+    succeeded(
+        cfeval_in(
+            dir.path(),
+            &[
+                "infer",
+                "--run",
+                &run.display().to_string(),
+                "--subject",
+                "vllm/doctor+turns=3",
+                "--mode",
+                "dialogue",
+                "--base-url",
+                &url,
+                "--patient",
+                "vllm/patient",
+                "--patient-base-url",
+                &url,
+            ],
+        ),
+        "cfeval infer --mode dialogue",
+    );
+    let responses: Vec<ResponseRow> = rows(&run);
+    let three: Vec<&ResponseRow> = responses
+        .iter()
+        .filter(|row| row.subject == "vllm/doctor+turns=3")
+        .collect();
+    assert_eq!(three.len(), of("vllm/doctor").len());
+    for row in three {
+        let dialogue = outcome(row);
+        assert_eq!(
+            (dialogue.max_turns, dialogue.patient.as_str()),
+            (3, "vllm/patient")
+        );
+        assert_eq!(
+            dialogue.diagnosis.as_deref(),
+            Some("Bullous pemphigoid"),
+            "{row:?}"
+        );
+    }
+
+    // Options are checked when the pipeline is read.
+    for (name, modes, why) in [
+        (
+            "vllm/doctor+bias=doctor_hurry",
+            "dialogue",
+            "not in the pack's biases.yaml",
+        ),
+        ("vllm/doctor+turns=3", "single_shot", "settings of mode dialogue"),
+        (
+            "control/reference+bias=doctor_recency",
+            "dialogue",
+            "takes `+turns=` only",
+        ),
+        ("vllm/doctor+colour=red", "dialogue", "is not a subject option"),
+        (
+            "vllm/doctor+bias=doctor_recency+reflect",
+            "dialogue",
+            "named twice",
+        ),
+    ] {
+        let endpoint = if name.starts_with("control/") {
+            String::new()
+        } else {
+            format!("base-url = \"{url}\"\n")
+        };
+        let mut bad = format!("\n[[subjects]]\nname = \"{name}\"\n{endpoint}modes = [\"{modes}\"]\n");
+        if why == "named twice" {
+            bad += &subject("vllm/doctor+reflect+bias=doctor_recency", &url);
+        }
+        let file = write_pipeline(dir.path(), "bad", &url, &bad);
+        let output = cfeval_in(dir.path(), &["run", &file.display().to_string(), "--dry-run"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && stderr.contains(why),
+            "{name}: {stderr}"
+        );
+    }
 }
 
 #[test]

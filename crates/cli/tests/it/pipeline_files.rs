@@ -110,6 +110,21 @@ fn the_shipped_diagnosis_pipelines_parse_with_the_packs_families() {
             .expect("the embedded subject");
         assert_eq!(embedded.runs[0].families, vec!["F".to_string()], "{name}");
     }
+    let sweep = Pipeline::load(&root.join("agentclinic-sweep.toml")).expect("the AgentClinic sweep");
+    let names: Vec<&str> = sweep
+        .subjects
+        .iter()
+        .map(|subject| subject.name.as_str())
+        .collect();
+    for option in [
+        "+turns=10",
+        "+turns=20",
+        "+bias=doctor_recency",
+        "+bias=patient_self_diagnosis",
+        "+reflect",
+    ] {
+        assert!(names.iter().any(|name| name.contains(option)), "{option}");
+    }
     let dialogue = Pipeline::load(&root.join("dialogue-demo.toml")).expect("dialogue demo");
     let plan = dialogue.dialogue.expect("[dialogue]");
     assert_eq!(

@@ -31,6 +31,8 @@ pub struct ModeView {
     /// Dialogues (mode `dialogue`): accuracy, information coverage, turns,
     /// tests requested and dialogues without a diagnosis.
     pub dialogue: Option<TableView>,
+    /// Biases (mode `dialogue`): biased − unbiased, paired by case.
+    pub biases: Option<TableView>,
     pub slope: PlotView,
     pub spearman: Option<String>,
     /// How likely the CSS ranking differs from the CMS ranking.
@@ -224,6 +226,50 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         ]);
     }
     let dialogue = (!dialogue.rows.is_empty()).then_some(dialogue);
+
+    // Biases: each biased subject against the same subject without the bias.
+    let mut biases = TableView::new(
+        &format!(
+            "Biases: each biased subject (`+bias=<id>`, the pack's biases.yaml) minus the same \
+             subject without the bias, case by case: accuracy (CMS, {under}), CSS, information \
+             coverage and the patient agent's confidence in the doctor; 95% paired \
+             case-bootstrap intervals (an interval clear of 0 is an effect of the bias)"
+        ),
+        &[
+            "Subject",
+            "Bias",
+            "Δ accuracy",
+            "Δ CSS",
+            "Δ coverage",
+            "Δ confidence",
+            "Dialogues",
+        ],
+    );
+    for &(subject, control) in &subjects {
+        let Some(bias) = cfeval_schema::vocab::SubjectName::parse(subject)
+            .ok()
+            .and_then(|name| name.bias().map(str::to_string))
+        else {
+            continue;
+        };
+        let of = |metric: &str| scores.get(subject, mode, "none", metric, "overall", "all");
+        let accuracy = overall(subject, "delta_bias_cms");
+        let css = overall(subject, "delta_bias");
+        let coverage = of("delta_bias_dialogue_coverage");
+        if accuracy.is_none() && css.is_none() && coverage.is_none() {
+            continue;
+        }
+        biases.rows.push(vec![
+            Cell::subject(subject, control),
+            Cell::text(&bias),
+            Cell::estimate(accuracy),
+            Cell::estimate(css),
+            Cell::estimate(coverage),
+            Cell::estimate(of("delta_bias_perception_confidence")),
+            Cell::number(coverage.map_or("—".to_string(), |row| row.n_tuples.to_string())),
+        ]);
+    }
+    let biases = (!biases.rows.is_empty()).then_some(biases);
 
     // Rank slope chart over every subject with both metrics, controls included.
     let both: Vec<(&str, bool, f64, f64)> = subjects
@@ -587,6 +633,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         left_out: left_out_table,
         samples,
         dialogue,
+        biases,
         slope,
         spearman,
         rank_swap,

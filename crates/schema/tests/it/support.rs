@@ -258,6 +258,8 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
         (
             proptest::option::of((any::<u32>(), any::<u32>(), any::<u32>())),
             opt_text(),
+            opt_text(),
+            opt_text(),
         ),
     )
         .prop_map(
@@ -266,7 +268,7 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                 tests_requested,
                 tests_returned,
                 (findings_elicited, findings_total, tests_elicited, tests_total, coverage),
-                (perception, perception_error),
+                (perception, perception_error, bias, diagnosis_before_reflection),
             )| DialogueOutcome {
                 patient,
                 max_turns,
@@ -286,6 +288,8 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                     consult_again,
                 }),
                 perception_error,
+                bias,
+                diagnosis_before_reflection,
             },
         )
 }
