@@ -89,6 +89,7 @@ fn dialogue_setup(
         patient_subject: Some(patient_subject),
         bias: None,
         reflect: false,
+        notebook: false,
     }
     .with_options_of(&args.subject))
 }

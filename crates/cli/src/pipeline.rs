@@ -1205,10 +1205,10 @@ impl Checker<'_> {
                     format!("`{name}` has options (+…), which are settings of mode dialogue: give it `modes = [\"dialogue\"]`"),
                 ));
             }
-            if control && (options.bias().is_some() || options.reflects()) {
+            if control && (options.bias().is_some() || options.reflects() || options.keeps_notebook()) {
                 return Err(self.spanned(
                     &raw.name,
-                    format!("`{name}`: a control doctor takes `+turns=` only (it neither reads a bias nor reflects)"),
+                    format!("`{name}`: a control doctor takes `+turns=` only (it neither reads a bias, reflects nor keeps a notebook)"),
                 ));
             }
             if let (Some(bias), Some(pack)) = (options.bias(), defaults.pack.as_deref())

@@ -48,6 +48,11 @@ pub struct Settings {
     pub final_notice: String,
     /// The self-review request of the `reflect` tool.
     pub reflection: String,
+    /// The `notebook` tool: how the notebook joins the doctor's
+    /// instructions (`{notebook}`) and the request to rewrite it after a
+    /// consultation (`{notebook}`, `{consultation}`).
+    pub notebook_context: String,
+    pub notebook_request: String,
     pub finding_kinds: Vec<String>,
     pub result_kinds: Vec<String>,
     /// The doctor's system prompt (`{objective}`, `{max_turns}`,
@@ -76,6 +81,8 @@ struct RawSettings {
     not_available: String,
     final_notice: String,
     reflection: String,
+    notebook_context: String,
+    notebook_request: String,
     finding_kinds: Vec<String>,
     result_kinds: Vec<String>,
 }
@@ -146,6 +153,18 @@ impl Settings {
                 return Err(invalid(format!("`{name}` is empty")));
             }
         }
+        for (name, value, needs) in [
+            ("notebook_context", &raw.notebook_context, &["{notebook}"][..]),
+            (
+                "notebook_request",
+                &raw.notebook_request,
+                &["{notebook}", "{consultation}"][..],
+            ),
+        ] {
+            if let Some(missing) = needs.iter().find(|placeholder| !value.contains(*placeholder)) {
+                return Err(invalid(format!("`{name}` has no {missing}")));
+            }
+        }
         for (file, prompt, needs) in [
             (DOCTOR_PROMPT, &doctor_prompt, &["{objective}", "{max_turns}"][..]),
             (PATIENT_PROMPT, &patient_prompt, &["{patient}"][..]),
@@ -178,6 +197,8 @@ impl Settings {
             not_available: raw.not_available,
             final_notice: raw.final_notice,
             reflection: raw.reflection,
+            notebook_context: raw.notebook_context,
+            notebook_request: raw.notebook_request,
             finding_kinds: raw.finding_kinds,
             result_kinds: raw.result_kinds,
             doctor_prompt,
@@ -185,6 +206,18 @@ impl Settings {
             perception_prompt,
             hash,
         })
+    }
+
+    /// The doctor's notebook as its instructions carry it.
+    pub fn notebook_context(&self, notebook: &str) -> String {
+        self.notebook_context.replace("{notebook}", notebook)
+    }
+
+    /// The request to rewrite the notebook after a consultation.
+    pub fn notebook_request(&self, notebook: &str, consultation: &str) -> String {
+        self.notebook_request
+            .replace("{notebook}", notebook)
+            .replace("{consultation}", consultation)
     }
 
     /// The patient's closing question, with the doctor's conclusion.
@@ -638,6 +671,8 @@ normal_readings: 'RESULTS: normal readings'
 not_available: 'RESULTS: not available'
 final_notice: Last turn.
 reflection: Review it.
+notebook_context: 'Notes: {notebook}'
+notebook_request: 'Notes so far: {notebook} Now: {consultation}'
 finding_kinds: [symptom, history]
 result_kinds: [test_result, exam, vital]
 ";
@@ -750,6 +785,28 @@ result_kinds: [test_result, exam, vital]
         assert!(error.to_string().contains("both the patient's"), "{error}");
         let error = Settings::parse(SETTINGS, "d.yaml", prompts("{objective}", "{patient}")).unwrap_err();
         assert!(error.to_string().contains("no {max_turns}"), "{error}");
+    }
+
+    #[test]
+    fn the_notebook_texts_need_their_placeholders() {
+        let settings = settings();
+        assert_eq!(settings.notebook_context("ask early"), "Notes: ask early");
+        assert_eq!(
+            settings.notebook_request("old", "Doctor: hello"),
+            "Notes so far: old Now: Doctor: hello"
+        );
+        let error = Settings::parse(
+            &SETTINGS.replace(" Now: {consultation}", ""),
+            "d.yaml",
+            prompts("{objective} {max_turns}", "{patient}"),
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`notebook_request` has no {consultation}"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! a doctor that never names a diagnosis ends at the interaction limit as
 //! `no_diagnosis`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cfeval_diagnosis::dialogue::{Measurement, Settings, Turn};
@@ -42,6 +43,11 @@ pub struct Dialogue {
     pub bias: Option<cfeval_diagnosis::dialogue::Bias>,
     /// The doctor's `reflect` tool.
     pub reflect: bool,
+    /// The doctor's `notebook` tool: whether it keeps one across cases.
+    pub notebook: bool,
+    /// With the notebook: the notebook each case's dialogues start from, by
+    /// case ([`Dialogue::keep_notebooks`]).
+    pub notebooks: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for Dialogue {
@@ -95,6 +101,7 @@ impl Dialogue {
             perception_error: None,
             bias: self.bias.as_ref().map(|bias| bias.id.clone()),
             diagnosis_before_reflection: None,
+            notebook: None,
         }
     }
 
@@ -276,11 +283,16 @@ impl Dialogue {
         else {
             return;
         };
+        let mut doctor_system = biased("doctor", self.settings.doctor_system(&objective, self.max_turns));
+        if self.notebook {
+            let notebook = self.notebooks.get(&variant.case_id).cloned().unwrap_or_default();
+            if !notebook.is_empty() {
+                doctor_system = format!("{doctor_system}\n\n{}", self.settings.notebook_context(&notebook));
+            }
+            outcome.notebook = Some(notebook);
+        }
         let mut doctor_messages = vec![
-            Message::system(biased(
-                "doctor",
-                self.settings.doctor_system(&objective, self.max_turns),
-            )),
+            Message::system(doctor_system),
             Message::user(format!("Patient: {opening}")),
         ];
         let mut last_doctor = String::new();
@@ -386,6 +398,114 @@ impl Dialogue {
             }
         }
     }
+}
+
+/// What building the notebooks cost: the HTTP requests made.
+#[derive(Debug, Default)]
+pub struct NotebookPass {
+    pub requests: u64,
+    pub cases: u64,
+}
+
+impl Dialogue {
+    /// The `notebook` tool: runs the baseline dialogues of `baselines` (the
+    /// run's cases, in order) one after another, each from the notebook the
+    /// earlier ones left, and after each asks the doctor to rewrite the
+    /// notebook; fills [`Dialogue::notebooks`]. Every dialogue of a case
+    /// (baseline and variants alike) then starts from the same notebook, so a
+    /// pair differs only by its intervention. The main pass asks the same
+    /// baseline requests again and is served from the cache. A case that
+    /// cannot be run as a dialogue leaves the notebook as it is; a call that
+    /// fails after the client's retries stops the unit (`Err`, naming the
+    /// case): the later notebooks depend on it.
+    pub async fn keep_notebooks(
+        &mut self,
+        doctor: &Subject,
+        baselines: &[Arc<VariantRow>],
+        run: &str,
+        prompts: &crate::Prompts,
+        settings: &CallSettings,
+    ) -> Result<NotebookPass, String> {
+        let mut pass = NotebookPass::default();
+        let Subject::Model { client, .. } = doctor else {
+            return Ok(pass);
+        };
+        let mut notebook = String::new();
+        for variant in baselines {
+            self.notebooks.insert(variant.case_id.clone(), notebook.clone());
+            let mut row = crate::respond::respond(
+                run,
+                doctor,
+                crate::Mode::Dialogue,
+                variant,
+                prompts,
+                settings,
+                Some(&*self),
+            )
+            .await;
+            pass.requests += u64::from(row.attempts);
+            pass.cases += 1;
+            if row.status != ResponseStatus::Ok.as_str() {
+                if self.settings.unsuitable(&variant.sections).is_some() {
+                    continue;
+                }
+                return Err(format!(
+                    "case {}: its baseline dialogue failed, and the notebook of every later case depends on it: {}",
+                    variant.case_id,
+                    row.error.as_deref().unwrap_or(row.status.as_str())
+                ));
+            }
+            let consultation = consultation(&row.trace);
+            let request = self.settings.notebook_request(&notebook, &consultation);
+            let attempts = row.attempts;
+            let mut transcript = Transcript {
+                row: &mut row,
+                keys: Vec::new(),
+                all_cached: true,
+            };
+            let said = transcript
+                .call(
+                    client,
+                    settings,
+                    &[Message::user(request)],
+                    &variant.variant_id,
+                    "doctor",
+                )
+                .await;
+            pass.requests += u64::from(row.attempts - attempts);
+            match said {
+                Some(said) => notebook = said.text,
+                None => {
+                    return Err(format!(
+                        "case {}: the doctor's notebook could not be rewritten: {}",
+                        variant.case_id,
+                        row.error.as_deref().unwrap_or("the call failed")
+                    ));
+                }
+            }
+        }
+        Ok(pass)
+    }
+}
+
+/// A consultation as the notebook request shows it: its turns, one per
+/// line, the patient's closing ratings left out.
+fn consultation(trace: &[TraceStep]) -> String {
+    trace
+        .iter()
+        .filter(|step| step.kind != "perception")
+        .filter_map(|step| {
+            let text = step.text.as_deref()?;
+            let speaker = match step.speaker.as_deref()? {
+                "doctor" => "Doctor",
+                "patient" => "Patient",
+                "measurement" => "Measurement",
+                other => other,
+            };
+            Some(format!("{speaker}: {}", text.trim()))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The patient's side of a dialogue: what it was told and what it said.
@@ -580,5 +700,29 @@ fn result_step(step: u32, measured: &cfeval_diagnosis::dialogue::Measured) -> Tr
         section: measured.section.clone(),
         arguments: (!measured.labels.is_empty()).then(|| measured.labels.join("; ")),
         ..turn_step(step, "measurement", "result", &measured.text, None, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(speaker: &str, kind: &str, text: &str) -> TraceStep {
+        turn_step(0, speaker, kind, &format!(" {text} "), None, None)
+    }
+
+    #[test]
+    fn a_consultation_reads_turn_by_turn_without_the_ratings() {
+        let trace = [
+            step("doctor", "question", "What brings you in?"),
+            step("patient", "answer", "A cough."),
+            step("doctor", "request_test", "REQUEST TEST: chest X-ray"),
+            step("measurement", "result", "RESULTS: normal readings"),
+            step("patient", "perception", "{\"confidence\": 7}"),
+        ];
+        assert_eq!(
+            consultation(&trace),
+            "Doctor: What brings you in?\nPatient: A cough.\nDoctor: REQUEST TEST: chest X-ray\nMeasurement: RESULTS: normal readings"
+        );
     }
 }

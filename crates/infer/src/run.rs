@@ -140,6 +140,8 @@ pub struct DialogueSetup {
     pub bias: Option<String>,
     /// The doctor's `reflect` tool: one self-review step before it finishes.
     pub reflect: bool,
+    /// The doctor's `notebook` tool: one notebook across the run's cases.
+    pub notebook: bool,
 }
 
 impl DialogueSetup {
@@ -150,6 +152,7 @@ impl DialogueSetup {
             self.max_turns = name.turns().or(self.max_turns);
             self.bias = name.bias().map(str::to_string);
             self.reflect = name.reflects();
+            self.notebook = name.keeps_notebook();
         }
         self
     }
@@ -166,6 +169,8 @@ struct DialogueFingerprint<'a> {
     bias: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     reflect: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    notebook: bool,
 }
 
 /// The default of [`Config::max_tries`].
@@ -281,6 +286,7 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
                 max_turns: setup.max_turns,
                 bias: setup.bias.as_deref(),
                 reflect: setup.reflect,
+                notebook: setup.notebook,
             }),
     })
 }
@@ -296,6 +302,63 @@ pub fn run(config: &Config, subject: Arc<Subject>, run_dir: &Path) -> Result<Rep
         .build()
         .map_err(Error::Runtime)?;
     runtime.block_on(run_async(config, subject, run_dir))
+}
+
+/// The `notebook` tool: fills the notebooks of `dialogue` from the run's
+/// baseline dialogues, in case order (every slice builds the whole chain:
+/// a case's notebook depends on every earlier case); a committed row of the
+/// unit that started from another notebook (a rerun whose calls were not
+/// all served from the cache) retires the unit, so it is answered again
+/// whole. Returns the HTTP requests made.
+async fn notebooks(
+    config: &Config,
+    subject: &Arc<Subject>,
+    variants: &ShardStore,
+    dialogue: &mut Dialogue,
+    responses: &mut ShardStore,
+    unit: &str,
+) -> Result<u64> {
+    let mut baselines = Vec::new();
+    for batch in variants.read_rows::<VariantRow>()? {
+        for variant in batch? {
+            if variant.intervention == cfeval_schema::vocab::BASELINE {
+                baselines.push(Arc::new(variant));
+            }
+        }
+    }
+    let settings = CallSettings {
+        sample: 0,
+        ..config.settings.clone()
+    };
+    let pass = dialogue
+        .keep_notebooks(subject, &baselines, &config.run, &config.prompts, &settings)
+        .await
+        .map_err(|why| Error::Pack(format!("{}: the notebook: {why}", subject.name())))?;
+    tracing::info!(cases = pass.cases, requests = pass.requests, "notebooks kept");
+    #[derive(serde::Deserialize)]
+    struct Started {
+        subject: String,
+        mode: String,
+        case_id: String,
+        dialogue: Option<cfeval_schema::DialogueOutcome>,
+    }
+    let mut differs = false;
+    for batch in responses.read_columns::<Started>(&["subject", "mode", "case_id", "dialogue"])? {
+        for row in batch? {
+            if row.subject != subject.name() || row.mode != Mode::Dialogue.as_str() {
+                continue;
+            }
+            let started = row.dialogue.and_then(|outcome| outcome.notebook);
+            if started.is_some_and(|notebook| dialogue.notebooks.get(&row.case_id) != Some(&notebook)) {
+                differs = true;
+            }
+        }
+    }
+    if differs {
+        tracing::info!(%unit, "the notebooks changed: redoing this unit");
+        responses.retire_unit(unit)?;
+    }
+    Ok(pass.requests)
 }
 
 /// The dialogue of a diagnosis pack's run: its settings and ontology, and
@@ -361,6 +424,8 @@ fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Di
         max_turns,
         bias,
         reflect: setup.reflect,
+        notebook: setup.notebook,
+        notebooks: std::collections::BTreeMap::new(),
     })
 }
 
@@ -396,7 +461,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     let pack = cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)?;
     let dialogue = match (config.mode, &pack) {
         (Mode::Dialogue, Some(pack)) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
-            Some(Arc::new(load_dialogue(config, pack)?))
+            Some(load_dialogue(config, pack)?)
         }
         (Mode::Dialogue, _) => {
             return Err(Error::Pack(
@@ -445,6 +510,15 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     let mode = config.mode;
     let unit = unit(subject.name(), mode, config.slice);
     let fingerprint = fingerprint(config, subject.name(), &variants);
+    let mut notebook_requests = 0;
+    let dialogue = match dialogue {
+        Some(mut dialogue) if dialogue.notebook && !subject.is_control() => {
+            notebook_requests =
+                notebooks(config, &subject, &variants, &mut dialogue, &mut responses, &unit).await?;
+            Some(Arc::new(dialogue))
+        }
+        other => other.map(Arc::new),
+    };
     // A unit completed, or partly committed, under other settings or inputs
     // (or holding a shard that is not its own) is redone whole: answers made
     // from other variants are never kept.
@@ -463,6 +537,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     let mut report = Report {
         subject: subject.name().to_string(),
         mode: mode.as_str().to_string(),
+        requests: notebook_requests,
         ..Report::default()
     };
     let retries_due = previous

@@ -193,7 +193,8 @@ pub struct TraceStep {
     pub step: u32,
     /// `thought`, `tool_call`, `tool_result`, `final`, `error`; in a
     /// dialogue `question`, `answer`, `request_test`, `result`,
-    /// `diagnosis`.
+    /// `diagnosis`, `reflection` (the `reflect` tool's review) and
+    /// `perception` (the patient's closing ratings).
     pub kind: String,
     pub tool: Option<String>,
     /// The tool call's arguments as JSON text (in a dialogue, the test
@@ -256,6 +257,10 @@ pub struct DialogueOutcome {
     /// With the `reflect` tool: the diagnosis the doctor first named, before
     /// its self-review (`diagnosis` is the reviewed one).
     pub diagnosis_before_reflection: Option<String>,
+    /// With the `notebook` tool: the notebook the doctor started this
+    /// dialogue from (written after the earlier cases' baselines; empty for
+    /// the first case).
+    pub notebook: Option<String>,
 }
 
 /// The patient's ratings of the doctor, 1–10 each (AgentClinic's

@@ -69,6 +69,8 @@ pub enum SubjectOption {
     Bias(String),
     /// `reflect`: one self-review step before the dialogue's diagnosis.
     Reflect,
+    /// `notebook`: a notebook the doctor keeps across the run's cases.
+    Notebook,
 }
 
 impl SubjectOption {
@@ -78,6 +80,7 @@ impl SubjectOption {
             SubjectOption::Turns(turns) => format!("turns={turns}"),
             SubjectOption::Bias(id) => format!("bias={id}"),
             SubjectOption::Reflect => "reflect".into(),
+            SubjectOption::Notebook => "notebook".into(),
         }
     }
 }
@@ -115,9 +118,10 @@ impl<'a> SubjectName<'a> {
                 },
                 Some(("bias", id)) if !id.is_empty() => SubjectOption::Bias(id.to_string()),
                 None if part == "reflect" => SubjectOption::Reflect,
+                None if part == "notebook" => SubjectOption::Notebook,
                 _ => {
                     return Err(format!(
-                        "`{part}` in `{name}` is not a subject option (turns=N, bias=<id>, reflect)"
+                        "`{part}` in `{name}` is not a subject option (turns=N, bias=<id>, reflect, notebook)"
                     ));
                 }
             };
@@ -151,6 +155,11 @@ impl<'a> SubjectName<'a> {
     /// Whether the name asks for a self-review step.
     pub fn reflects(&self) -> bool {
         self.options.contains(&SubjectOption::Reflect)
+    }
+
+    /// Whether the name asks for a notebook kept across cases.
+    pub fn keeps_notebook(&self) -> bool {
+        self.options.contains(&SubjectOption::Notebook)
     }
 
     /// The name with its options in one order (as written, sorted): two
@@ -383,7 +392,8 @@ mod tests {
 
     #[test]
     fn a_subjects_options_follow_its_model() {
-        let name = SubjectName::parse("vllm/org/model+bias=doctor_recency+turns=10+reflect").unwrap();
+        let name =
+            SubjectName::parse("vllm/org/model+bias=doctor_recency+turns=10+reflect+notebook").unwrap();
         assert_eq!(name.model, "vllm/org/model");
         assert_eq!(
             (name.turns(), name.bias(), name.reflects()),
@@ -391,7 +401,7 @@ mod tests {
         );
         assert_eq!(
             name.without_bias().as_deref(),
-            Some("vllm/org/model+reflect+turns=10")
+            Some("vllm/org/model+notebook+reflect+turns=10")
         );
         assert_eq!(
             SubjectName::canonical_of("m/x+turns=10+reflect"),

@@ -332,6 +332,7 @@ pub fn infer_config(
                     patient_subject: None,
                     bias: None,
                     reflect: false,
+                    notebook: false,
                 }
                 // The subject's own options, checked when the pipeline was read.
                 .with_options_of(&subject.name)

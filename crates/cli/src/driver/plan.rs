@@ -378,7 +378,8 @@ fn print_plan(
 /// The interaction limit N of the pipeline's dialogues: `[dialogue]
 /// max-turns`, else the pack's `max_turns`, else AgentClinic's 20.
 /// A dialogue's calls at most: the doctor's N turns and the patient's
-/// replies, the patient's ratings, and the `+reflect` review; N is the
+/// replies, the patient's ratings, the `+reflect` review and the
+/// `+notebook` rewrite (counted on every dialogue: an upper bound); N is the
 /// subject's `+turns=`, else the run's, else the pack's.
 fn dialogue_calls(pipeline: &Pipeline, subject: &str) -> u64 {
     let name = SubjectName::parse(subject).ok();
@@ -386,7 +387,10 @@ fn dialogue_calls(pipeline: &Pipeline, subject: &str) -> u64 {
         .as_ref()
         .and_then(SubjectName::turns)
         .unwrap_or_else(|| dialogue_turns(pipeline));
-    2 * u64::from(turns.max(1)) + 1 + u64::from(name.is_some_and(|name| name.reflects()))
+    let tools = name.map_or(0, |name| {
+        u64::from(name.reflects()) + u64::from(name.keeps_notebook())
+    });
+    2 * u64::from(turns.max(1)) + 1 + tools
 }
 
 fn dialogue_turns(pipeline: &Pipeline) -> u32 {

@@ -13,6 +13,11 @@
 //! - with 30% of the server's answers faults, no turn and no dialogue is
 //!   lost: the tables equal the fault-free run's;
 //! - a rerun of infer is served from the cache with no new call;
+//! - a subject's options: a bias's text reaches its own role only and is
+//!   scored against the unbiased subject, `+reflect` reviews once and
+//!   answers with the reviewed diagnosis, `+turns=N` sets N, `+notebook`
+//!   starts every dialogue of a case from the notebook the earlier cases'
+//!   baselines left; bad options are refused when the pipeline is read;
 //! - the measurement agent returns the case's own line for every result a
 //!   request names, by its label, its test or a synonym (all the OSCE
 //!   cases, where the shared data is present).
@@ -27,6 +32,8 @@ use cfeval_schema::{CaseRow, JudgmentRow, ResponseRow, ScoreRow, VariantRow};
 use crate::support::{cfeval_in, rows, succeeded, workspace_root};
 
 const GREETING_MARK: &str = "What brings you in";
+/// How the general-medicine pack's notebook request begins.
+const NOTEBOOK_MARK: &str = "You keep a notebook";
 /// How the general-medicine pack's reflection request begins.
 const REFLECTION_MARK: &str = "Before you finish, review";
 
@@ -44,6 +51,8 @@ fn responder() -> Responder {
             "doctor" if last.starts_with("Patient: OPENING") => "How long has this been going on?",
             "doctor" if last.starts_with("Patient: REPLY") => "REQUEST TEST: Complete blood count",
             "doctor" if last.starts_with("Measurement:") => "Thank you.\nDIAGNOSIS READY: Bullous pemphigoid",
+            // The `notebook` tool's rewrite.
+            "doctor" if last.starts_with(NOTEBOOK_MARK) => "NOTEBOOK: ask about onset; a blood count helped.",
             // The `reflect` tool's self-review: the doctor changes its mind.
             "doctor" if last.starts_with(REFLECTION_MARK) => "On review, DIAGNOSIS READY: Pemphigus vulgaris",
             "doctor" => "Please go on.",
@@ -146,6 +155,26 @@ fn run_until_done(dir: &Path, pipeline: &Path, run: &Path, tries: usize) {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// Reruns the pipeline from infer: every call must come from the cache.
+fn rerun_from_cache(server: &BackgroundServer, dir: &Path, pipeline: &Path, run: &Path) {
+    let before = server.requests();
+    succeeded(
+        cfeval_in(
+            dir,
+            &[
+                "run",
+                &pipeline.display().to_string(),
+                "--run-dir",
+                &run.display().to_string(),
+                "--from",
+                "infer",
+            ],
+        ),
+        "cfeval run --from infer",
+    );
+    assert_eq!(server.requests(), before, "every call came from the cache");
 }
 
 /// A dialogue as two runs must agree on: its text, its outcome and its
@@ -361,22 +390,7 @@ fn dialogues_run_end_to_end_against_a_scripted_server() {
     }
 
     // A rerun of infer is served from the cache: no new call.
-    let before = server.requests();
-    succeeded(
-        cfeval_in(
-            dir.path(),
-            &[
-                "run",
-                &file.display().to_string(),
-                "--run-dir",
-                &run.display().to_string(),
-                "--from",
-                "infer",
-            ],
-        ),
-        "cfeval run --from infer",
-    );
-    assert_eq!(server.requests(), before, "every call came from the cache");
+    rerun_from_cache(&server, dir.path(), &file, &run);
     let again = dialogues(&run);
 
     // 30% of the answers faults: nothing is lost, nothing differs.
@@ -404,6 +418,7 @@ fn biases_reflection_and_turns_are_options_of_a_subject() {
         "vllm/doctor+bias=patient_self_diagnosis",
         "vllm/doctor+reflect",
         "vllm/talker+turns=2",
+        "vllm/doctor+notebook",
     ];
     let subjects = names.map(|name| subject(name, &url)).concat();
     let file = write_pipeline(dir.path(), "options", &url, &subjects);
@@ -479,6 +494,60 @@ fn biases_reflection_and_turns_are_options_of_a_subject() {
         assert!(row.trace.iter().all(|step| step.kind != "reflection"));
         assert_eq!(outcome(row).diagnosis_before_reflection, None);
     }
+    // The notebook: every dialogue of a case starts from the notebook the
+    // earlier cases' baselines left (empty for the first case), and the
+    // doctor is told it.
+    let variants: Vec<VariantRow> = rows(&run);
+    let first_case = &variants.first().expect("variants").case_id;
+    let mut by_case: BTreeMap<&str, Vec<Option<String>>> = BTreeMap::new();
+    for row in of("vllm/doctor+notebook") {
+        by_case
+            .entry(row.case_id.as_str())
+            .or_default()
+            .push(outcome(row).notebook);
+    }
+    assert!(by_case.len() > 2);
+    for (case, started) in &by_case {
+        let expected = if case == first_case {
+            ""
+        } else {
+            "NOTEBOOK: ask about onset; a blood count helped."
+        };
+        assert!(
+            started
+                .iter()
+                .all(|notebook| notebook.as_deref() == Some(expected)),
+            "{case}: {started:?}"
+        );
+    }
+    for row in of("vllm/doctor") {
+        assert_eq!(outcome(row).notebook, None);
+    }
+    assert!(
+        bodies
+            .iter()
+            .any(|body| body.to_string().contains("Your notebook, which you wrote")
+                && body.to_string().contains("NOTEBOOK: ask about onset")),
+        "the doctor reads its notebook"
+    );
+    let rewrites: Vec<String> = bodies
+        .iter()
+        .map(|body| body.to_string())
+        .filter(|body| body.contains(NOTEBOOK_MARK))
+        .collect();
+    // One rewrite per case at most (two cases whose consultations read
+    // alike ask the same request, served from the cache).
+    assert!(
+        !rewrites.is_empty() && rewrites.len() <= by_case.len(),
+        "{} rewrites",
+        rewrites.len()
+    );
+    assert!(
+        rewrites
+            .iter()
+            .all(|body| body.contains("Doctor: REQUEST TEST: Complete blood count"))
+    );
+
     // `+turns=2` overrides the run's limit of 4.
     for row in of("vllm/talker+turns=2") {
         let dialogue = outcome(row);
@@ -526,6 +595,9 @@ fn biases_reflection_and_turns_are_options_of_a_subject() {
         report.contains("Biases:") && report.contains("patient_self_diagnosis"),
         "the report's Biases table"
     );
+
+    // A rerun is served from the cache, the notebooks' pass too.
+    rerun_from_cache(&server, dir.path(), &file, &run);
 
     // `cfeval infer --mode dialogue` runs one subject the same way.
     succeeded(

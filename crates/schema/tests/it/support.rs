@@ -260,6 +260,7 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
             opt_text(),
             opt_text(),
             opt_text(),
+            opt_text(),
         ),
     )
         .prop_map(
@@ -268,7 +269,7 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                 tests_requested,
                 tests_returned,
                 (findings_elicited, findings_total, tests_elicited, tests_total, coverage),
-                (perception, perception_error, bias, diagnosis_before_reflection),
+                (perception, perception_error, bias, diagnosis_before_reflection, notebook),
             )| DialogueOutcome {
                 patient,
                 max_turns,
@@ -290,6 +291,7 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                 perception_error,
                 bias,
                 diagnosis_before_reflection,
+                notebook,
             },
         )
 }
