@@ -332,6 +332,14 @@ pub struct InferArgs {
     /// (default: the pack's; a `+turns=N` in the subject's name wins).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
+    /// Mode dialogue: the measurement agent's model fallback, asked (with
+    /// the case's test labels, never a value) only when a request names no
+    /// test the pack's synonyms match. Off by default.
+    #[arg(long)]
+    pub measurement_fallback: Option<String>,
+    /// Mode dialogue: the fallback model's base URL.
+    #[arg(long)]
+    pub measurement_fallback_base_url: Option<String>,
     /// Mode dialogue: the patient's tokens per reply.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub patient_max_tokens: u32,

@@ -77,6 +77,18 @@ fn dialogue_setup(
         };
         Arc::new(subject(&patient, &args.run, &settings)?)
     };
+    let fallback_subject = match &args.measurement_fallback {
+        Some(name) => Some(Arc::new(subject(
+            name,
+            &args.run,
+            &ModelSettings {
+                base_url: args.measurement_fallback_base_url.clone(),
+                cache_dir: args.cache_dir.clone(),
+                ..ModelSettings::default()
+            },
+        )?)),
+        None => None,
+    };
     Ok(cfeval_infer::DialogueSetup {
         patient,
         patient_settings: CallSettings {
@@ -90,6 +102,8 @@ fn dialogue_setup(
         bias: None,
         reflect: false,
         notebook: false,
+        fallback: args.measurement_fallback.clone(),
+        fallback_subject,
     }
     .with_options_of(&args.subject))
 }

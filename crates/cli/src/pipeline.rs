@@ -200,6 +200,11 @@ pub struct DialoguePlan {
     pub patient_base_url: Option<String>,
     pub patient_api_key_env: Option<String>,
     pub patient_limits: Option<Limits>,
+    /// The measurement agent's model fallback (off: `None`): asked only for
+    /// a request no test name matched.
+    pub measurement_fallback: Option<String>,
+    pub measurement_fallback_base_url: Option<String>,
+    pub measurement_fallback_api_key_env: Option<String>,
 }
 
 /// Aggregate settings.
@@ -341,6 +346,9 @@ struct RawDialogue {
     patient_base_url: Option<Spanned<String>>,
     patient_api_key_env: Option<Spanned<String>>,
     patient_limits: Option<Spanned<Limits>>,
+    measurement_fallback: Option<Spanned<String>>,
+    measurement_fallback_base_url: Option<Spanned<String>>,
+    measurement_fallback_api_key_env: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -885,6 +893,24 @@ impl Checker<'_> {
         if let Some(env) = &value.patient_api_key_env {
             self.env_name(env)?;
         }
+        if let Some(fallback) = &value.measurement_fallback {
+            if SubjectKind::is_control(fallback.get_ref()) {
+                return Err(self.spanned(
+                    fallback,
+                    format!(
+                        "the measurement fallback `{}` is a control; it must be a model",
+                        fallback.get_ref()
+                    ),
+                ));
+            }
+            self.model_name(fallback, "measurement-fallback")?;
+        }
+        if let Some(url) = &value.measurement_fallback_base_url {
+            self.url(url)?;
+        }
+        if let Some(env) = &value.measurement_fallback_api_key_env {
+            self.env_name(env)?;
+        }
         let max_turns = match &value.max_turns {
             Some(turns) if *turns.get_ref() == 0 => {
                 return Err(self.spanned(turns, "max-turns must be at least 1"));
@@ -907,6 +933,18 @@ impl Checker<'_> {
                 .as_ref()
                 .map(|env| env.get_ref().clone()),
             patient_limits: self.limits(value.patient_limits.as_ref())?,
+            measurement_fallback: value
+                .measurement_fallback
+                .as_ref()
+                .map(|name| name.get_ref().clone()),
+            measurement_fallback_base_url: value
+                .measurement_fallback_base_url
+                .as_ref()
+                .map(|url| url.get_ref().clone()),
+            measurement_fallback_api_key_env: value
+                .measurement_fallback_api_key_env
+                .as_ref()
+                .map(|env| env.get_ref().clone()),
         }))
     }
 
@@ -1500,6 +1538,15 @@ impl Pipeline {
                 base_url: dialogue.patient_base_url.as_ref(),
                 api_key_env: dialogue.patient_api_key_env.as_ref(),
             });
+            if let Some(fallback) = &dialogue.measurement_fallback {
+                endpoints.push(Endpoint {
+                    name: fallback,
+                    model: fallback,
+                    role: "measurement fallback",
+                    base_url: dialogue.measurement_fallback_base_url.as_ref(),
+                    api_key_env: dialogue.measurement_fallback_api_key_env.as_ref(),
+                });
+            }
         }
         for judge in &self.judges {
             let Some(model) = judge.model() else {

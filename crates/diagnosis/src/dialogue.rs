@@ -53,6 +53,10 @@ pub struct Settings {
     /// consultation (`{notebook}`, `{consultation}`).
     pub notebook_context: String,
     pub notebook_request: String,
+    /// The measurement agent's model fallback (off unless a run names a
+    /// model): the question for a request no test name matched
+    /// (`{request}`, `{tests}`: the case's tests, numbered).
+    pub measurement_fallback: String,
     pub finding_kinds: Vec<String>,
     pub result_kinds: Vec<String>,
     /// The doctor's system prompt (`{objective}`, `{max_turns}`,
@@ -83,6 +87,7 @@ struct RawSettings {
     reflection: String,
     notebook_context: String,
     notebook_request: String,
+    measurement_fallback: String,
     finding_kinds: Vec<String>,
     result_kinds: Vec<String>,
 }
@@ -199,6 +204,7 @@ impl Settings {
             reflection: raw.reflection,
             notebook_context: raw.notebook_context,
             notebook_request: raw.notebook_request,
+            measurement_fallback: raw.measurement_fallback,
             finding_kinds: raw.finding_kinds,
             result_kinds: raw.result_kinds,
             doctor_prompt,
@@ -584,6 +590,55 @@ impl Measurement<'_> {
     }
 }
 
+/// What the measurement agent's model fallback may choose from: the
+/// case's tests by label (each once, in chart order) and the tests the
+/// intervention removed (by name), never a value.
+pub fn fallback_choices(settings: &Settings, sections: &[Section], diff: &[DiffEntry]) -> Vec<String> {
+    let mut choices: Vec<String> = Vec::new();
+    let removed = diff
+        .iter()
+        .filter(|entry| entry.op == "remove_fact")
+        .filter_map(|entry| entry.fact_name.clone());
+    for label in result_lines(settings, sections)
+        .into_iter()
+        .map(|line| line.label)
+        .chain(removed)
+    {
+        if !choices.contains(&label) {
+            choices.push(label);
+        }
+    }
+    choices
+}
+
+impl Settings {
+    /// The fallback's question: the request and the choices, numbered from 1
+    /// (0 is "none of them").
+    pub fn fallback_question(&self, request: &str, choices: &[String]) -> String {
+        let tests = choices
+            .iter()
+            .enumerate()
+            .map(|(at, choice)| format!("{}. {choice}", at + 1))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.measurement_fallback
+            .replace("{request}", request)
+            .replace("{tests}", &tests)
+    }
+}
+
+/// Reads the fallback's reply: the first whole number in it, a choice when
+/// it is 1..=`choices` (0, another number or none: no choice).
+pub fn read_fallback_choice(reply: &str, choices: usize) -> Option<usize> {
+    let number: String = reply
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let chosen: usize = number.parse().ok()?;
+    (1..=choices).contains(&chosen).then(|| chosen - 1)
+}
+
 /// Label parts that name no test by themselves (`Imaging - Chest CT -
 /// Findings`).
 const GENERIC_PARTS: &[&str] = &["findings", "results", "result", "report", "value"];
@@ -673,6 +728,7 @@ final_notice: Last turn.
 reflection: Review it.
 notebook_context: 'Notes: {notebook}'
 notebook_request: 'Notes so far: {notebook} Now: {consultation}'
+measurement_fallback: 'Which of {tests} is {request}?'
 finding_kinds: [symptom, history]
 result_kinds: [test_result, exam, vital]
 ";
@@ -807,6 +863,44 @@ result_kinds: [test_result, exam, vital]
                 .contains("`notebook_request` has no {consultation}"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn the_fallback_chooses_by_number_among_labels_only() {
+        let settings = settings();
+        let diff = vec![DiffEntry {
+            op: "remove_fact".into(),
+            section: None,
+            fact_kind: None,
+            fact_name: Some("Chest X-ray".into()),
+            before: None,
+            after: None,
+        }];
+        let choices = fallback_choices(&settings, &chart(), &diff);
+        assert_eq!(
+            choices.last().map(String::as_str),
+            Some("Chest X-ray"),
+            "a removed test is a choice"
+        );
+        assert!(
+            choices.iter().all(|choice| !choice.contains(':')),
+            "labels, never values: {choices:?}"
+        );
+        let question = settings.fallback_question("the pressure thing", &choices);
+        assert!(
+            question.starts_with("Which of 1. Vital Signs - Blood Pressure\n2. "),
+            "{question}"
+        );
+        assert!(question.ends_with("is the pressure thing?"), "{question}");
+        for (reply, chosen) in [
+            ("2", Some(1)),
+            ("The answer is 3.", Some(2)),
+            ("0", None),
+            ("none of them", None),
+            ("99", None),
+        ] {
+            assert_eq!(read_fallback_choice(reply, choices.len()), chosen, "{reply}");
+        }
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct Dialogue {
     /// With the notebook: the notebook each case's dialogues start from, by
     /// case ([`Dialogue::keep_notebooks`]).
     pub notebooks: BTreeMap<String, String>,
+    /// The measurement agent's model fallback (off: `None`).
+    pub fallback: Option<Arc<Subject>>,
+    /// The fallback's call settings.
+    pub fallback_settings: CallSettings,
 }
 
 impl std::fmt::Debug for Dialogue {
@@ -102,6 +106,7 @@ impl Dialogue {
             bias: self.bias.as_ref().map(|bias| bias.id.clone()),
             diagnosis_before_reflection: None,
             notebook: None,
+            measurement_fallbacks: 0,
         }
     }
 
@@ -326,16 +331,18 @@ impl Dialogue {
                         // names one, is the answer.
                         doctor_messages.push(Message::user(self.settings.reflection.clone()));
                         let Some(review) = transcript
-                            .call(doctor, settings, &doctor_messages, &variant.variant_id, "doctor")
+                            .traced(
+                                doctor,
+                                settings,
+                                &doctor_messages,
+                                &variant.variant_id,
+                                ("doctor", "reflection"),
+                                &mut step,
+                            )
                             .await
                         else {
                             return;
                         };
-                        transcript
-                            .row
-                            .trace
-                            .push(said_step(step, "doctor", "reflection", &review));
-                        step += 1;
                         if let Turn::Diagnosis(reviewed) = self.settings.read_turn(&review.text) {
                             outcome.diagnosis_before_reflection = outcome.diagnosis.replace(reviewed);
                             last_doctor = review.text.clone();
@@ -348,8 +355,48 @@ impl Dialogue {
                     request.arguments = Some(test.clone());
                     transcript.row.trace.push(request);
                     step += 1;
-                    let measured = measurement.answer(&test, &variant.sections, &variant.diff);
-                    transcript.row.trace.push(result_step(step, &measured));
+                    let mut measured = measurement.answer(&test, &variant.sections, &variant.diff);
+                    let mut chosen = false;
+                    if measured.labels.is_empty()
+                        && !measured.removed
+                        && let Some(Subject::Model { client: matcher, .. }) = self.fallback.as_deref()
+                    {
+                        // No test name matched: the fallback model chooses
+                        // among the case's tests by label (never a value).
+                        let choices = cfeval_diagnosis::dialogue::fallback_choices(
+                            &self.settings,
+                            &variant.sections,
+                            &variant.diff,
+                        );
+                        if !choices.is_empty() {
+                            let question = self.settings.fallback_question(&test, &choices);
+                            let Some(reply) = transcript
+                                .traced(
+                                    matcher,
+                                    &self.fallback_settings,
+                                    &[Message::user(question)],
+                                    &variant.variant_id,
+                                    ("measurement", "fallback"),
+                                    &mut step,
+                                )
+                                .await
+                            else {
+                                return;
+                            };
+                            if let Some(at) =
+                                cfeval_diagnosis::dialogue::read_fallback_choice(&reply.text, choices.len())
+                            {
+                                measured = measurement.answer(&choices[at], &variant.sections, &variant.diff);
+                                chosen = true;
+                                outcome.measurement_fallbacks += 1;
+                            }
+                        }
+                    }
+                    let mut result = result_step(step, &measured);
+                    if chosen {
+                        result.tool = Some("measurement_fallback".into());
+                    }
+                    transcript.row.trace.push(result);
                     step += 1;
                     outcome.tests_requested.push(test);
                     note_returned(outcome, &measured);
@@ -493,7 +540,7 @@ impl Dialogue {
 fn consultation(trace: &[TraceStep]) -> String {
     trace
         .iter()
-        .filter(|step| step.kind != "perception")
+        .filter(|step| step.kind != "perception" && step.kind != "fallback")
         .filter_map(|step| {
             let text = step.text.as_deref()?;
             let speaker = match step.speaker.as_deref()? {
@@ -599,6 +646,23 @@ impl Transcript<'_> {
     ) -> Option<Said> {
         let request = settings.request(messages.to_vec());
         self.send(client, &request, tag, speaker).await
+    }
+
+    /// One model call traced as step `step` of `(speaker, kind)` (then
+    /// `step` moves on); `None` as [`Self::call`].
+    async fn traced(
+        &mut self,
+        client: &ModelClient,
+        settings: &CallSettings,
+        messages: &[Message],
+        tag: &str,
+        (speaker, kind): (&str, &str),
+        step: &mut u32,
+    ) -> Option<Said> {
+        let said = self.call(client, settings, messages, tag, speaker).await?;
+        self.row.trace.push(said_step(*step, speaker, kind, &said));
+        *step += 1;
+        Some(said)
     }
 
     /// Sends one request (see [`Self::call`]).

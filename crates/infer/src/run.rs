@@ -142,6 +142,10 @@ pub struct DialogueSetup {
     pub reflect: bool,
     /// The doctor's `notebook` tool: one notebook across the run's cases.
     pub notebook: bool,
+    /// The measurement agent's model fallback, by subject name (off: `None`).
+    pub fallback: Option<String>,
+    /// The fallback model itself (needed to run, not to plan or fingerprint).
+    pub fallback_subject: Option<Arc<Subject>>,
 }
 
 impl DialogueSetup {
@@ -171,7 +175,12 @@ struct DialogueFingerprint<'a> {
     reflect: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     notebook: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback: Option<&'a str>,
 }
+
+/// Tokens of the measurement fallback's reply (a number).
+const FALLBACK_MAX_TOKENS: u32 = 16;
 
 /// The default of [`Config::max_tries`].
 pub const DEFAULT_MAX_TRIES: u32 = 3;
@@ -287,6 +296,7 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
                 bias: setup.bias.as_deref(),
                 reflect: setup.reflect,
                 notebook: setup.notebook,
+                fallback: setup.fallback.as_deref(),
             }),
     })
 }
@@ -410,6 +420,20 @@ fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Di
         }
         None => None,
     };
+    let fallback = match (&setup.fallback, &setup.fallback_subject) {
+        (None, _) => None,
+        (Some(name), None) => {
+            return Err(Error::Pack(format!(
+                "the measurement fallback `{name}` was not built: a dialogue needs it to run"
+            )));
+        }
+        (Some(name), Some(subject)) if subject.is_control() => {
+            return Err(Error::Pack(format!(
+                "the measurement fallback `{name}` is a control; it must be a model"
+            )));
+        }
+        (Some(_), Some(subject)) => Some(Arc::clone(subject)),
+    };
     let max_turns = setup.max_turns.unwrap_or(settings.max_turns);
     if max_turns == 0 {
         return Err(Error::Pack(
@@ -426,6 +450,13 @@ fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Di
         reflect: setup.reflect,
         notebook: setup.notebook,
         notebooks: std::collections::BTreeMap::new(),
+        fallback,
+        fallback_settings: CallSettings {
+            temperature: 0.0,
+            seed: setup.patient_settings.seed,
+            max_tokens: FALLBACK_MAX_TOKENS,
+            ..CallSettings::default()
+        },
     })
 }
 

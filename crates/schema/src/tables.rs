@@ -261,6 +261,9 @@ pub struct DialogueOutcome {
     /// dialogue from (written after the earlier cases' baselines; empty for
     /// the first case).
     pub notebook: Option<String>,
+    /// Requests the measurement agent's model fallback chose a test for (a
+    /// request no test name matched; only when the run names a fallback).
+    pub measurement_fallbacks: u32,
 }
 
 /// The patient's ratings of the doctor, 1–10 each (AgentClinic's

@@ -333,6 +333,8 @@ pub fn infer_config(
                     bias: None,
                     reflect: false,
                     notebook: false,
+                    fallback: plan.measurement_fallback.clone(),
+                    fallback_subject: None,
                 }
                 // The subject's own options, checked when the pipeline was read.
                 .with_options_of(&subject.name)
@@ -767,6 +769,18 @@ impl Driver {
                     .with_concurrency(&plan.patient, self.pipeline.concurrency),
                 )?)
             });
+            if let Some(fallback) = &plan.measurement_fallback {
+                setup.fallback_subject = Some(Arc::new(crate::subjects::subject(
+                    fallback,
+                    &self.run_dir,
+                    &crate::subjects::ModelSettings {
+                        base_url: plan.measurement_fallback_base_url.clone(),
+                        api_key_env: plan.measurement_fallback_api_key_env.clone(),
+                        ..crate::subjects::ModelSettings::default()
+                    }
+                    .with_concurrency(fallback, self.pipeline.concurrency),
+                )?));
+            }
         }
         let report = cfeval_infer::run(&config, subject, &self.run_dir)?;
         bar.finish("");

@@ -379,7 +379,8 @@ fn print_plan(
 /// max-turns`, else the pack's `max_turns`, else AgentClinic's 20.
 /// A dialogue's calls at most: the doctor's N turns and the patient's
 /// replies, the patient's ratings, the `+reflect` review and the
-/// `+notebook` rewrite (counted on every dialogue: an upper bound); N is the
+/// `+notebook` rewrite (counted on every dialogue: an upper bound) and the
+/// measurement fallback once per turn when the run names one; N is the
 /// subject's `+turns=`, else the run's, else the pack's.
 fn dialogue_calls(pipeline: &Pipeline, subject: &str) -> u64 {
     let name = SubjectName::parse(subject).ok();
@@ -390,7 +391,14 @@ fn dialogue_calls(pipeline: &Pipeline, subject: &str) -> u64 {
     let tools = name.map_or(0, |name| {
         u64::from(name.reflects()) + u64::from(name.keeps_notebook())
     });
-    2 * u64::from(turns.max(1)) + 1 + tools
+    // The measurement fallback may be asked once per doctor turn.
+    let per_turn = 2 + u64::from(
+        pipeline
+            .dialogue
+            .as_ref()
+            .is_some_and(|plan| plan.measurement_fallback.is_some()),
+    );
+    per_turn * u64::from(turns.max(1)) + 1 + tools
 }
 
 fn dialogue_turns(pipeline: &Pipeline) -> u32 {

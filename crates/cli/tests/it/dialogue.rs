@@ -18,6 +18,8 @@
 //!   answers with the reviewed diagnosis, `+turns=N` sets N, `+notebook`
 //!   starts every dialogue of a case from the notebook the earlier cases'
 //!   baselines left; bad options are refused when the pipeline is read;
+//! - the measurement fallback (a model) chooses among the case's tests by
+//!   label, never shown a value, and is recorded when used;
 //! - the measurement agent returns the case's own line for every result a
 //!   request names, by its label, its test or a synonym (all the OSCE
 //!   cases, where the shared data is present).
@@ -40,6 +42,16 @@ const REFLECTION_MARK: &str = "Before you finish, review";
 /// The scripted agents, by model name.
 fn responder() -> Responder {
     Arc::new(|model: &str, last: &str, _seed: Option<u64>| {
+        if model == "matcher" {
+            // The measurement fallback: the number of the complete blood
+            // count among the tests it is shown, 0 when there is none.
+            return last
+                .lines()
+                .find(|line| line.contains("Complete blood count"))
+                .and_then(|line| line.split_once(". "))
+                .map_or("0", |(number, _)| number)
+                .to_string();
+        }
         match model {
             "patient" if last.contains(GREETING_MARK) => "OPENING: I have felt unwell for a few weeks.",
             // Not the JSON asked for: the ratings are missing, never guessed.
@@ -57,6 +69,9 @@ fn responder() -> Responder {
             "doctor" if last.starts_with(REFLECTION_MARK) => "On review, DIAGNOSIS READY: Pemphigus vulgaris",
             "doctor" => "Please go on.",
             "committer" => "DIAGNOSIS READY: Bullous pemphigoid",
+            // Requests a test by a name no synonym matches.
+            "asker" if last.starts_with("Patient: OPENING") => "REQUEST TEST: the usual blood panel",
+            "asker" => "DIAGNOSIS READY: Bullous pemphigoid",
             _ => "Could you tell me a little more about that?",
         }
         .to_string()
@@ -676,6 +691,77 @@ fn biases_reflection_and_turns_are_options_of_a_subject() {
             !output.status.success() && stderr.contains(why),
             "{name}: {stderr}"
         );
+    }
+}
+
+#[test]
+fn the_measurement_fallback_chooses_among_the_cases_tests_by_label() {
+    let server = server(FaultRates::default());
+    let url = server.openai_base_url();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_pipeline(dir.path(), "fallback", &url, &subject("vllm/asker", &url));
+    let text = std::fs::read_to_string(&file).expect("pipeline");
+    let text = text.replacen(
+        "max-turns = 4\n",
+        &format!("max-turns = 4\nmeasurement-fallback = \"vllm/matcher\"\nmeasurement-fallback-base-url = \"{url}\"\n"),
+        1,
+    );
+    std::fs::write(&file, text).expect("pipeline");
+    let run = dir.path().join("runs/fallback");
+    run_until_done(dir.path(), &file, &run, 1);
+
+    let responses: Vec<ResponseRow> = rows(&run);
+    let asked: Vec<&ResponseRow> = responses
+        .iter()
+        .filter(|row| row.subject == "vllm/asker")
+        .collect();
+    assert!(!asked.is_empty());
+    let (mut chosen, mut none) = (0, 0);
+    for row in asked {
+        let dialogue = row.dialogue.as_ref().expect("outcome");
+        assert_eq!(row.status, "ok", "{row:?}");
+        let fallback = row
+            .trace
+            .iter()
+            .find(|step| step.kind == "fallback")
+            .expect("the fallback was asked");
+        assert_eq!(fallback.speaker.as_deref(), Some("measurement"));
+        let result = row
+            .trace
+            .iter()
+            .find(|step| step.kind == "result")
+            .expect("a result");
+        let text = result.text.as_deref().unwrap_or_default();
+        if dialogue.measurement_fallbacks == 1 {
+            chosen += 1;
+            assert_eq!(
+                result.tool.as_deref(),
+                Some("measurement_fallback"),
+                "recorded when used"
+            );
+            assert!(
+                text.starts_with("RESULTS:\n") && text.contains("Complete blood count"),
+                "{text}"
+            );
+        } else {
+            none += 1;
+            assert_eq!(dialogue.measurement_fallbacks, 0);
+            assert_eq!(result.tool, None);
+            assert!(
+                text.contains("normal readings") || text.contains("not available"),
+                "{text}"
+            );
+        }
+    }
+    assert!(chosen > 0 && none > 0, "{chosen} chosen, {none} not");
+    // The fallback is shown labels, never a value.
+    for body in server.bodies().iter().filter(|body| body["model"] == "matcher") {
+        let body = body.to_string();
+        assert!(
+            body.contains("Complete blood count") || body.contains("1. "),
+            "{body}"
+        );
+        assert!(!body.contains("9800"), "a value reached the fallback: {body}");
     }
 }
 

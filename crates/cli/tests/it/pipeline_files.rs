@@ -122,6 +122,7 @@ fn the_shipped_diagnosis_pipelines_parse_with_the_packs_families() {
         "+bias=doctor_recency",
         "+bias=patient_self_diagnosis",
         "+reflect",
+        "+notebook",
     ] {
         assert!(names.iter().any(|name| name.contains(option)), "{option}");
     }

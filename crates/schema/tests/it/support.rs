@@ -254,7 +254,14 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
         (text(), any::<u32>(), any::<u32>(), text(), opt_text()),
         proptest::collection::vec(text(), 0..3),
         proptest::collection::vec(text(), 0..3),
-        (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>(), finite()),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            finite(),
+            any::<u32>(),
+        ),
         (
             proptest::option::of((any::<u32>(), any::<u32>(), any::<u32>())),
             opt_text(),
@@ -268,7 +275,14 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                 (patient, max_turns, turns, outcome, diagnosis),
                 tests_requested,
                 tests_returned,
-                (findings_elicited, findings_total, tests_elicited, tests_total, coverage),
+                (
+                    findings_elicited,
+                    findings_total,
+                    tests_elicited,
+                    tests_total,
+                    coverage,
+                    measurement_fallbacks,
+                ),
                 (perception, perception_error, bias, diagnosis_before_reflection, notebook),
             )| DialogueOutcome {
                 patient,
@@ -292,6 +306,7 @@ pub fn dialogue_outcome() -> impl Strategy<Value = DialogueOutcome> {
                 bias,
                 diagnosis_before_reflection,
                 notebook,
+                measurement_fallbacks,
             },
         )
 }
