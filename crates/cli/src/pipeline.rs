@@ -54,11 +54,12 @@ use toml::Spanned;
 /// The families a pipeline may name.
 /// The families of the built-in oncology pack.
 fn builtin_families() -> Vec<String> {
-    cfeval_schema::vocab::Vocabulary::builtin()
-        .families
-        .iter()
-        .map(|(id, _)| id.clone())
-        .collect()
+    family_ids(cfeval_schema::vocab::Vocabulary::builtin())
+}
+
+/// A vocabulary's family ids, in order.
+fn family_ids(vocabulary: &cfeval_schema::vocab::Vocabulary) -> Vec<String> {
+    vocabulary.family_names().map(str::to_string).collect()
 }
 
 /// A pipeline file's problem, with where it is.
@@ -683,22 +684,9 @@ impl Checker<'_> {
         }
         // Families are the pack's (`F` and `N` in general medicine).
         let pack_families: Vec<String> = match &pack {
-            Some((_, Some(pack))) => pack
-                .vocabulary
-                .families
-                .iter()
-                .map(|(id, _)| id.clone())
-                .collect(),
-            Some((dir, None)) => cfeval_schema::pack::Pack::load(dir).map_or_else(
-                |_| builtin_families(),
-                |pack| {
-                    pack.vocabulary
-                        .families
-                        .iter()
-                        .map(|(id, _)| id.clone())
-                        .collect()
-                },
-            ),
+            Some((_, Some(pack))) => family_ids(&pack.vocabulary),
+            Some((dir, None)) => cfeval_schema::pack::Pack::load(dir)
+                .map_or_else(|_| builtin_families(), |pack| family_ids(&pack.vocabulary)),
             None => builtin_families(),
         };
         let pack = pack.map(|(dir, _)| dir);
@@ -1252,21 +1240,8 @@ impl Checker<'_> {
             if let (Some(bias), Some(pack)) = (options.bias(), defaults.pack.as_deref())
                 && self.check_files
             {
-                let known = cfeval_diagnosis::dialogue::load_biases(pack)
+                cfeval_diagnosis::dialogue::find_bias(pack, bias)
                     .map_err(|error| self.spanned(&raw.name, error.to_string()))?;
-                if !known.iter().any(|held| held.id == bias) {
-                    return Err(self.spanned(
-                        &raw.name,
-                        format!(
-                            "bias `{bias}` is not in the pack's biases.yaml ({})",
-                            known
-                                .iter()
-                                .map(|held| held.id.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ));
-                }
             }
         }
         let runs = modes

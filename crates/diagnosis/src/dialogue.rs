@@ -334,6 +334,22 @@ pub fn load_biases(pack_dir: &Path) -> Result<Vec<Bias>> {
     parse_biases(&text, &path.display().to_string())
 }
 
+/// The pack's bias `id`; `Err` names the pack's biases when it has none
+/// of that id.
+pub fn find_bias(pack_dir: &Path, id: &str) -> Result<Bias> {
+    let biases = load_biases(pack_dir)?;
+    let known = biases
+        .iter()
+        .map(|bias| bias.id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    biases.iter().find(|bias| bias.id == id).cloned().ok_or_else(|| {
+        Error::Invalid(format!(
+            "bias `{id}` is not in the pack's {BIASES_FILE} ({known})"
+        ))
+    })
+}
+
 /// Parses and checks a biases file (`origin` names it in errors).
 pub fn parse_biases(text: &str, origin: &str) -> Result<Vec<Bias>> {
     let invalid = |message: String| Error::Invalid(format!("{origin}: {message}"));
@@ -764,6 +780,16 @@ result_kinds: [test_result, exam, vital]
         let bad = "version: 1\nbiases:\n  - {id: a, kind: cognitive, role: nurse, text: x}\n";
         let error = parse_biases(bad, "biases.yaml").unwrap_err().to_string();
         assert!(error.contains("role `nurse`"), "{error}");
+        let found = find_bias(&pack, "doctor_recency").unwrap();
+        assert_eq!(
+            (found.role.as_str(), found.kind.as_str()),
+            ("doctor", "cognitive")
+        );
+        let unknown = find_bias(&pack, "doctor_hurry").unwrap_err().to_string();
+        assert!(
+            unknown.contains("not in the pack's biases.yaml (doctor_recency, "),
+            "{unknown}"
+        );
         let twice = "version: 1\nbiases:\n  - {id: a, kind: implicit, role: doctor, text: x}\n  - {id: a, kind: implicit, role: doctor, text: y}\n";
         assert!(
             parse_biases(twice, "b")

@@ -402,22 +402,7 @@ fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Di
     let settings = cfeval_diagnosis::dialogue::Settings::load(&pack.dir).map_err(pack_error)?;
     let ontology = cfeval_diagnosis::ontology::Ontology::load(&pack.dir).map_err(pack_error)?;
     let bias = match &setup.bias {
-        Some(id) => {
-            let biases = cfeval_diagnosis::dialogue::load_biases(&pack.dir).map_err(pack_error)?;
-            let found = biases.iter().find(|bias| bias.id == *id).cloned();
-            Some(found.ok_or_else(|| {
-                Error::Pack(format!(
-                    "bias `{id}` is not in the {} pack's {} (its biases: {})",
-                    pack.name,
-                    cfeval_diagnosis::dialogue::BIASES_FILE,
-                    biases
-                        .iter()
-                        .map(|bias| bias.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?)
-        }
+        Some(id) => Some(cfeval_diagnosis::dialogue::find_bias(&pack.dir, id).map_err(pack_error)?),
         None => None,
     };
     let fallback = match (&setup.fallback, &setup.fallback_subject) {

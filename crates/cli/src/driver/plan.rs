@@ -375,8 +375,6 @@ fn print_plan(
     Ok(())
 }
 
-/// The interaction limit N of the pipeline's dialogues: `[dialogue]
-/// max-turns`, else the pack's `max_turns`, else AgentClinic's 20.
 /// A dialogue's calls at most: the doctor's N turns and the patient's
 /// replies, the patient's ratings, the `+reflect` review and the
 /// `+notebook` rewrite (counted on every dialogue: an upper bound) and the
@@ -401,6 +399,8 @@ fn dialogue_calls(pipeline: &Pipeline, subject: &str) -> u64 {
     per_turn * u64::from(turns.max(1)) + 1 + tools
 }
 
+/// The interaction limit N of the pipeline's dialogues: `[dialogue]
+/// max-turns`, else the pack's `max_turns`, else AgentClinic's 20.
 fn dialogue_turns(pipeline: &Pipeline) -> u32 {
     pipeline
         .dialogue
@@ -452,7 +452,7 @@ fn plan_unit(
         Mode::SingleShot => 1,
         Mode::Agent => u64::from(subject.max_steps.max(1)),
         // At most N doctor turns, N patient replies (its opening statement
-        // included) and the patient's closing ratings: N × 2 + 1.
+        // included), the closing ratings and the tools' calls.
         Mode::Dialogue => dialogue_calls,
     };
     let mut cached = 0u64;
