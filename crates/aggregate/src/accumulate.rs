@@ -406,6 +406,8 @@ pub struct Accumulated {
     pub response_errors: u64,
     /// Rows of a metric or family the stage does not score.
     pub ignored: u64,
+    /// Rows of rubric judges (scored apart, by [`crate::rubric`]).
+    pub rubric: u64,
     /// The highest sample number seen (0: every tuple answered once).
     pub max_sample: u32,
 }
@@ -612,6 +614,12 @@ impl<'a> Accumulator<'a> {
                 self.out.catalog_hashes.insert(hash.to_string());
             }
             let judge_name = text(judge, row).unwrap_or_default();
+            // A rubric judge scores responses, not pairs: its rows are
+            // aggregated apart (`crate::rubric`).
+            if judge_name.starts_with(crate::rubric::PREFIX) {
+                self.out.rubric += 1;
+                continue;
+            }
             let judge_id = intern_cached(&mut self.out.judges, &mut self.last_judge, judge_name);
             if let Some(hash) = text(prompt_hash, row) {
                 let hashes = self.out.prompts.entry(judge_name.to_string()).or_default();

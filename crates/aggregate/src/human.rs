@@ -38,33 +38,47 @@ pub struct HumanLabel {
     pub direction_wrong: bool,
 }
 
-/// Reads the human-label CSV.
-pub fn read_labels(path: &Path) -> Result<Vec<HumanLabel>> {
-    let error = |row: u64, detail: String| Error::HumanLabels {
+/// The error of row `row` (1: the header) of a labels file.
+pub(crate) fn label_error(path: &Path, row: u64, detail: String) -> Error {
+    Error::HumanLabels {
         path: path.to_path_buf(),
         row,
         detail,
-    };
-    let mut reader = csv::Reader::from_path(path).map_err(|e| error(0, e.to_string()))?;
-    let headers = reader.headers().map_err(|e| error(1, e.to_string()))?.clone();
-    let column = |name: &str| {
-        headers
+    }
+}
+
+/// A labels CSV opened: its reader, its header, and the positions of the
+/// `needed` columns (each must be there).
+pub(crate) fn open_labels<const N: usize>(
+    path: &Path,
+    needed: [&str; N],
+) -> Result<(csv::Reader<std::fs::File>, csv::StringRecord, [usize; N])> {
+    let mut reader = csv::Reader::from_path(path).map_err(|e| label_error(path, 0, e.to_string()))?;
+    let headers = reader
+        .headers()
+        .map_err(|e| label_error(path, 1, e.to_string()))?
+        .clone();
+    let mut columns = [0; N];
+    for (at, name) in needed.iter().enumerate() {
+        columns[at] = headers
             .iter()
-            .position(|header| header.trim() == name)
+            .position(|header| header.trim() == *name)
             .ok_or_else(|| {
-                error(
+                label_error(
+                    path,
                     1,
-                    format!("no `{name}` column (need subject, mode, case_id, intervention, score)"),
+                    format!("no `{name}` column (need {})", needed.join(", ")),
                 )
-            })
-    };
-    let [subject, mode, case_id, intervention, score] = [
-        column("subject")?,
-        column("mode")?,
-        column("case_id")?,
-        column("intervention")?,
-        column("score")?,
-    ];
+            })?;
+    }
+    Ok((reader, headers, columns))
+}
+
+/// Reads the human-label CSV.
+pub fn read_labels(path: &Path) -> Result<Vec<HumanLabel>> {
+    let error = |row: u64, detail: String| label_error(path, row, detail);
+    let (mut reader, headers, [subject, mode, case_id, intervention, score]) =
+        open_labels(path, ["subject", "mode", "case_id", "intervention", "score"])?;
     let label = headers.iter().position(|header| header.trim() == "label");
     let rater = headers.iter().position(|header| header.trim() == "rater");
     let direction_wrong = headers

@@ -63,6 +63,7 @@
 //! | `kappa`, `kappa_linear`, `kappa_quadratic` | `comparison`/`all` | Cohen's κ between raters on the CSS scale (0, ½, 1 ordered; wrong direction its own category) |
 //! | `human_failure_rate`, `judge_failure_rate` | `family` | share of CSS = 0 on the human-labelled tuples |
 //! | `dialogue_coverage`, `dialogue_turns`, `dialogue_tests`, `dialogue_no_diagnosis` | `overall`/`all`, `family`/`baseline` | mode `dialogue`: how the dialogues went ([`dialogue`], from `responses`; judge `none`) |
+//! | `rubric.<d>`, `rubric.composite`, `rubric.safety_flag`, `rubric_gap_updated_minus_ignored`, … | see [`rubric`] | the rubric judges' scores, their link to CSS, judge–human agreement |
 //!
 //! Rank probabilities carry the number of usable resamples in `n_tuples`.
 //!
@@ -75,6 +76,7 @@ pub mod compare;
 pub mod dialogue;
 pub mod error;
 pub mod human;
+pub mod rubric;
 pub mod scores;
 pub mod stats;
 pub mod synthetic;
@@ -106,6 +108,9 @@ pub struct Config {
     pub control_family: String,
     /// Optional human labels (CSV) to compare the judges with.
     pub human_labels: Option<PathBuf>,
+    /// Optional human rubric scores (CSV, see [`rubric::read_labels`]) to
+    /// compare the rubric judges with.
+    pub rubric_labels: Option<PathBuf>,
     /// Aggregate judgments made under different catalogs.
     pub allow_mixed_catalogs: bool,
 }
@@ -121,6 +126,7 @@ impl Default for Config {
             css_families: ["A", "B", "C", "D", "E"].map(String::from).to_vec(),
             control_family: "N".into(),
             human_labels: None,
+            rubric_labels: None,
             allow_mixed_catalogs: false,
         }
     }
@@ -242,6 +248,17 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
     rows.extend(scores::outcome_rows(&run, &accumulated, &config.css_families));
     rows.extend(human::rows(&run, &accumulated, &labels, &options));
     rows.extend(dialogue::rows(run_dir, &run, &options)?);
+    let rubric_labels = match &config.rubric_labels {
+        Some(path) => rubric::read_labels(path)?,
+        None => Vec::new(),
+    };
+    rows.extend(rubric::rows(
+        run_dir,
+        &run,
+        &config.css_families,
+        &rubric_labels,
+        &options,
+    )?);
     let report = Report {
         skipped: false,
         run,
@@ -291,15 +308,18 @@ pub fn fingerprint(config: &Config, run_dir: &Path) -> Result<String> {
         Some(store) => store.entries().iter().map(|entry| entry.blake3.clone()).collect(),
         None => Vec::new(),
     };
-    let labels = match &config.human_labels {
-        Some(path) => Some(ids::hash_bytes(&fs_err::read(path).map_err(|source| {
-            Error::Read {
-                path: path.clone(),
-                source,
-            }
-        })?)),
-        None => None,
+    let content = |path: &Option<PathBuf>| -> Result<Option<String>> {
+        match path {
+            Some(path) => Ok(Some(ids::hash_bytes(&fs_err::read(path).map_err(|source| {
+                Error::Read {
+                    path: path.clone(),
+                    source,
+                }
+            })?))),
+            None => Ok(None),
+        }
     };
+    let labels = (content(&config.human_labels)?, content(&config.rubric_labels)?);
     Ok(ids::fingerprint(&(
         "aggregate",
         CFEVAL_VERSION,

@@ -23,6 +23,7 @@ struct Summary<'a> {
 pub fn aggregate(args: &AggregateArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let config = cfeval_aggregate::Config {
         human_labels: args.human_labels.clone(),
+        rubric_labels: args.rubric_labels.clone(),
         ..cfeval_aggregate::Config::default()
     };
     let report = cfeval_aggregate::run(&config, &args.run)

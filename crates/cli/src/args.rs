@@ -70,6 +70,14 @@ pub enum LabelsCommand {
     /// Check raters' label files against a sample's key and write the human
     /// labels `cfeval aggregate --human-labels` reads.
     Import(LabelsImportArgs),
+    /// Write a stratified, subject-blinded sample of a run's responses for
+    /// raters to score on the clinical-reasoning rubric (`rubric-items.jsonl`
+    /// and `.csv`, the scoring sheet `rubric-sheet.csv`) and its key
+    /// (`rubric-key.csv`, kept from the raters).
+    RubricSample(LabelsSampleArgs),
+    /// Check raters' filled rubric sheets against the key and write the
+    /// rubric scores `cfeval aggregate --rubric-labels` reads.
+    RubricImport(LabelsImportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -349,8 +357,10 @@ pub struct InferArgs {
 pub struct JudgeArgs {
     #[arg(long)]
     pub run: PathBuf,
-    /// `rule` (offline, deterministic) or a model (`openai/gpt-5`,
-    /// `anthropic/claude-opus-4-7`, `embedded/smollm2-135m`, …).
+    /// `rule` (offline, deterministic), a model (`openai/gpt-5`,
+    /// `anthropic/claude-opus-4-7`, `embedded/smollm2-135m`, …),
+    /// `cascade:rule,<model>`, or `rubric:<model>` (the clinical-reasoning
+    /// rubric, scored per response).
     #[arg(long)]
     pub judge: String,
     /// The judge for subjects of the judge's own model family (self-preference
@@ -365,6 +375,13 @@ pub struct JudgeArgs {
     /// Model-judge calls in flight at once (it reaches the client's limiter).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     pub concurrency: u64,
+    /// A rubric judge (`rubric:<model>`) scores only this many cases (the
+    /// same subset on every rerun).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cases: Option<u64>,
+    /// A rubric judge's weighting profile (default: the pack's).
+    #[arg(long)]
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -373,6 +390,10 @@ pub struct AggregateArgs {
     pub run: PathBuf,
     #[arg(long)]
     pub human_labels: Option<PathBuf>,
+    /// Human rubric scores (CSV: subject, mode, case_id, intervention,
+    /// metric, score 1–5 or `na`, rater) to set the rubric judges against.
+    #[arg(long)]
+    pub rubric_labels: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

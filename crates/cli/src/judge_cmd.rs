@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Context;
-use cfeval_judge::{Config, Judge, LlmJudge, RuleJudge};
+use cfeval_judge::{Config, Judge, LlmJudge, RubricJudge, RubricRun, RuleJudge};
 
 use crate::args::JudgeArgs;
 use crate::infer_cmd::run_name;
@@ -15,18 +15,70 @@ use crate::subjects::{ModelSettings, model_client};
 /// (e.g. `anthropic/claude-opus-4-7` when judging with `openai/gpt-5.4`).
 pub const FALLBACK_ENV: &str = "CFEVAL_JUDGE_FALLBACK";
 
-/// The judge named `name` (`rule` or a model), with `fallback` for subjects
-/// of its own model family; `settings` reach the judge's endpoint (the
-/// fallback uses its provider's defaults), `max_tokens` caps each verdict.
+/// What only the rubric judge takes: how many cases it scores, and the
+/// weighting profile (default: the pack's).
+#[derive(Debug, Clone, Default)]
+pub struct RubricOptions {
+    pub cases: Option<usize>,
+    pub profile: Option<String>,
+}
+
+/// The model part of a judge name: a cascade's or a rubric judge's model,
+/// else the name itself.
+pub fn judge_model(name: &str) -> &str {
+    if let Some(model) = name.strip_prefix(cfeval_judge::rubric::judge::PREFIX) {
+        return model.trim();
+    }
+    name.strip_prefix("cascade:")
+        .and_then(|chain| chain.split_once(','))
+        .map_or(name, |(_, model)| model.trim())
+}
+
+/// The judge named `name` (`rule`, a model, `cascade:rule,<model>` or
+/// `rubric:<model>`), with `fallback` for subjects of its own model family;
+/// `settings` reach the judge's endpoint (the fallback uses its provider's
+/// defaults), `max_tokens` caps each verdict.
 pub fn build_judge(
     name: &str,
     fallback: Option<&str>,
     run: &std::path::Path,
     settings: &ModelSettings,
     max_tokens: Option<u32>,
+    rubric: &RubricOptions,
 ) -> anyhow::Result<Judge> {
     if name == RuleJudge::NAME {
         return Ok(Judge::Rule(Box::new(RuleJudge::builtin()?)));
+    }
+    // `rubric:<model>`: the clinical-reasoning rubric, scored by the model.
+    if let Some(model) = name.strip_prefix(cfeval_judge::rubric::judge::PREFIX) {
+        let model = model.trim();
+        if model.is_empty()
+            || model == RuleJudge::NAME
+            || model.starts_with("cascade:")
+            || cfeval_schema::vocab::SubjectKind::is_control(model)
+        {
+            anyhow::bail!("judge `{name}`: a rubric judge is `rubric:<model>` (a model scores the rubric)");
+        }
+        let rubric_judge = |model: &str, settings: &ModelSettings| -> anyhow::Result<RubricJudge> {
+            let client = model_client(model, run, settings)
+                .with_context(|| format!("building the client of rubric judge {model}"))?;
+            Ok(RubricJudge::new(model, Arc::new(client))?)
+        };
+        let fallback = match fallback {
+            Some(fallback) => Some(rubric_judge(judge_model(fallback), &ModelSettings::default())?),
+            None => None,
+        };
+        return Ok(Judge::Rubric(Box::new(RubricRun {
+            judge: rubric_judge(model, settings)?,
+            fallback,
+            cases: rubric.cases,
+            profile: rubric.profile.clone(),
+        })));
+    }
+    if rubric.cases.is_some() || rubric.profile.is_some() {
+        anyhow::bail!(
+            "judge `{name}`: --cases and --profile are options of a rubric judge (`rubric:<model>`)"
+        );
     }
     // `cascade:rule,<model>`: the rule judge, and the model for what it is
     // uncertain about.
@@ -39,7 +91,14 @@ pub fn build_judge(
                 "judge `{name}`: a cascade is `cascade:rule,<model>` (the rule judge first, then one model)"
             );
         }
-        let Judge::Llm { judge, fallback } = build_judge(model.trim(), fallback, run, settings, max_tokens)?
+        let Judge::Llm { judge, fallback } = build_judge(
+            model.trim(),
+            fallback,
+            run,
+            settings,
+            max_tokens,
+            &RubricOptions::default(),
+        )?
         else {
             anyhow::bail!("judge `{name}`: the second judge of a cascade must be a model");
         };
@@ -92,6 +151,12 @@ pub fn judge(args: &JudgeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         &args.run,
         &settings,
         None,
+        &RubricOptions {
+            cases: args
+                .cases
+                .map(|cases| usize::try_from(cases).unwrap_or(usize::MAX)),
+            profile: args.profile.clone(),
+        },
     )?;
     let mut config = Config::new(run_name(&args.run))?;
     config.allow_mixed_catalogs = args.allow_mixed_catalogs;

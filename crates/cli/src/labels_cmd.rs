@@ -51,6 +51,8 @@ pub fn labels(command: &LabelsCommand, out: &mut dyn Write) -> anyhow::Result<()
     match command {
         LabelsCommand::Sample(args) => sample(args, out),
         LabelsCommand::Import(args) => import(args, out),
+        LabelsCommand::RubricSample(args) => crate::labels_rubric::sample(args, out),
+        LabelsCommand::RubricImport(args) => crate::labels_rubric::import(args, out),
     }
 }
 
@@ -78,17 +80,37 @@ struct Item {
 
 /// Where an item came from (the key file's row).
 #[derive(Debug, Serialize, Deserialize)]
-struct KeyRow {
-    item_id: String,
-    subject: String,
-    mode: String,
-    case_id: String,
-    variant_id: String,
-    intervention: String,
-    family: String,
+pub(crate) struct KeyRow {
+    pub(crate) item_id: String,
+    pub(crate) subject: String,
+    pub(crate) mode: String,
+    pub(crate) case_id: String,
+    pub(crate) variant_id: String,
+    pub(crate) intervention: String,
+    pub(crate) family: String,
 }
 
-fn open_table<T: Table>(run: &Path) -> anyhow::Result<ShardStore> {
+/// Writes the items for raters, as CSV and as JSONL.
+pub(crate) fn write_items<T: Serialize>(
+    items: &[T],
+    csv_path: &Path,
+    jsonl_path: &Path,
+) -> anyhow::Result<()> {
+    let mut csv = csv::Writer::from_path(csv_path)?;
+    for item in items {
+        csv.serialize(item)?;
+    }
+    csv.flush()?;
+    let mut jsonl = std::io::BufWriter::new(fs_err::File::create(jsonl_path)?);
+    for item in items {
+        serde_json::to_writer(&mut jsonl, item)?;
+        writeln!(jsonl)?;
+    }
+    jsonl.flush()?;
+    Ok(())
+}
+
+pub(crate) fn open_table<T: Table>(run: &Path) -> anyhow::Result<ShardStore> {
     ShardStore::open_existing(&run.join(T::NAME), T::NAME, T::schema())?
         .with_context(|| format!("{} has no `{}` table", run.display(), T::NAME))
 }
@@ -290,17 +312,7 @@ fn sample(args: &LabelsSampleArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         })
         .collect();
     fs_err::create_dir_all(&args.out)?;
-    let mut csv = csv::Writer::from_path(&files[0])?;
-    for item in &items {
-        csv.serialize(item)?;
-    }
-    csv.flush()?;
-    let mut jsonl = std::io::BufWriter::new(fs_err::File::create(&files[1])?);
-    for item in &items {
-        serde_json::to_writer(&mut jsonl, item)?;
-        writeln!(jsonl)?;
-    }
-    jsonl.flush()?;
+    write_items(&items, &files[0], &files[1])?;
     let mut key_file = csv::Writer::from_path(&files[2])?;
     for key in &chosen {
         key_file.serialize(key)?;
@@ -373,7 +385,9 @@ struct HumanRow<'a> {
 
 /// A rater file's rows with their row numbers (1-based lines for JSONL,
 /// CSV records counted from the header's line 1).
-fn rater_rows(path: &Path) -> anyhow::Result<Vec<(u64, Result<RaterRow, String>)>> {
+pub(crate) fn rater_rows<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> anyhow::Result<Vec<(u64, Result<T, String>)>> {
     let jsonl = path.extension().is_some_and(|extension| {
         extension.eq_ignore_ascii_case("jsonl") || extension.eq_ignore_ascii_case("json")
     });
@@ -386,35 +400,73 @@ fn rater_rows(path: &Path) -> anyhow::Result<Vec<(u64, Result<RaterRow, String>)
             }
             rows.push((
                 index as u64 + 1,
-                serde_json::from_str::<RaterRow>(line).map_err(|error| error.to_string()),
+                serde_json::from_str::<T>(line).map_err(|error| error.to_string()),
             ));
         }
     } else {
         let mut reader =
             csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
-        for (index, record) in reader.deserialize::<RaterRow>().enumerate() {
+        for (index, record) in reader.deserialize::<T>().enumerate() {
             rows.push((index as u64 + 2, record.map_err(|error| error.to_string())));
         }
     }
     Ok(rows)
 }
 
-fn import(args: &LabelsImportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let mut key_reader = csv::Reader::from_path(&args.key)
-        .with_context(|| format!("reading the key {}", args.key.display()))?;
-    let mut keys: HashMap<String, KeyRow> = HashMap::new();
-    for (index, row) in key_reader.deserialize::<KeyRow>().enumerate() {
-        let row = row.with_context(|| format!("{}:{}", args.key.display(), index + 2))?;
+/// A sample's key, by item id.
+pub(crate) fn read_key(path: &Path) -> anyhow::Result<HashMap<String, KeyRow>> {
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("reading the key {}", path.display()))?;
+    let mut keys = HashMap::new();
+    for (index, row) in reader.deserialize::<KeyRow>().enumerate() {
+        let row: KeyRow = row.with_context(|| format!("{}:{}", path.display(), index + 2))?;
         keys.insert(row.item_id.clone(), row);
     }
+    Ok(keys)
+}
+
+/// The rater of a file's rows that name none: the file's name.
+pub(crate) fn default_rater(file: &Path) -> String {
+    file.file_stem()
+        .map_or_else(|| "rater".to_string(), |stem| stem.to_string_lossy().into_owned())
+}
+
+/// The writer of an import's output, once every row of the raters' files
+/// was good (each problem printed, nothing written otherwise) and at least
+/// one holds a `what` (labels, rubric scores).
+pub(crate) fn import_writer(
+    problems: &[String],
+    imported: usize,
+    path: &Path,
+    what: &str,
+    out: &mut dyn Write,
+) -> anyhow::Result<csv::Writer<std::fs::File>> {
+    if !problems.is_empty() {
+        for problem in problems {
+            writeln!(out, "{problem}")?;
+        }
+        bail!(
+            "{} rows of the raters' files are not {what}; nothing was written",
+            problems.len()
+        );
+    }
+    if imported == 0 {
+        bail!("the raters' files hold no {what}");
+    }
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        fs_err::create_dir_all(parent)?;
+    }
+    Ok(csv::Writer::from_path(path)?)
+}
+
+fn import(args: &LabelsImportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let keys = read_key(&args.key)?;
     let mut problems: Vec<String> = Vec::new();
     let mut imported: Vec<(String, String, &'static str, bool)> = Vec::new();
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     for file in &args.files {
-        let default_rater = file
-            .file_stem()
-            .map_or_else(|| "rater".to_string(), |stem| stem.to_string_lossy().into_owned());
-        for (row, parsed) in rater_rows(file)? {
+        let default_rater = default_rater(file);
+        for (row, parsed) in rater_rows::<RaterRow>(file)? {
             let at = format!("{}:{row}", file.display());
             let record = match parsed {
                 Ok(record) => record,
@@ -474,22 +526,7 @@ fn import(args: &LabelsImportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             ));
         }
     }
-    if !problems.is_empty() {
-        for problem in &problems {
-            writeln!(out, "{problem}")?;
-        }
-        bail!(
-            "{} rows of the raters' files are not labels; nothing was written",
-            problems.len()
-        );
-    }
-    if imported.is_empty() {
-        bail!("the raters' files hold no label");
-    }
-    if let Some(parent) = args.out.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-        fs_err::create_dir_all(parent)?;
-    }
-    let mut writer = csv::Writer::from_path(&args.out)?;
+    let mut writer = import_writer(&problems, imported.len(), &args.out, "labels", out)?;
     for (rater, item_id, label, direction_wrong) in &imported {
         let key = &keys[item_id];
         let score = LABELS

@@ -14,6 +14,7 @@ mod infer_cmd;
 mod inspect;
 mod judge_cmd;
 mod labels_cmd;
+mod labels_rubric;
 mod pack_cmd;
 mod perturb_cmd;
 pub mod pipeline;

@@ -173,17 +173,18 @@ pub struct JudgePlan {
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub limits: Option<Limits>,
+    /// A rubric judge: score only this many cases.
+    pub cases: Option<usize>,
+    /// A rubric judge: the weighting profile (default: the pack's).
+    pub profile: Option<String>,
 }
 
 impl JudgePlan {
-    /// The model this judge calls: its name, or a cascade's model part
-    /// (`cascade:rule,<model>`); `None` for the rule judge.
+    /// The model this judge calls: its name, a cascade's model part
+    /// (`cascade:rule,<model>`) or a rubric judge's (`rubric:<model>`);
+    /// `None` for the rule judge.
     pub fn model(&self) -> Option<&str> {
-        let model = self
-            .name
-            .strip_prefix("cascade:")
-            .and_then(|chain| chain.split_once(','))
-            .map_or(self.name.as_str(), |(_, model)| model.trim());
+        let model = crate::judge_cmd::judge_model(&self.name);
         (model != cfeval_judge::RuleJudge::NAME).then_some(model)
     }
 }
@@ -215,6 +216,7 @@ pub struct AggregatePlan {
     pub level: f64,
     pub blind_spot_threshold: f64,
     pub human_labels: Option<PathBuf>,
+    pub rubric_labels: Option<PathBuf>,
 }
 
 /// A checked pipeline, paths resolved.
@@ -363,6 +365,8 @@ struct RawJudge {
     base_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
     limits: Option<Spanned<Limits>>,
+    cases: Option<Spanned<usize>>,
+    profile: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -372,6 +376,7 @@ struct RawAggregate {
     level: Option<Spanned<f64>>,
     blind_spot_threshold: Option<Spanned<f64>>,
     human_labels: Option<Spanned<String>>,
+    rubric_labels: Option<Spanned<String>>,
 }
 
 // ---------------------------------------------------------------------------
@@ -775,6 +780,10 @@ impl Checker<'_> {
             Some(path) => Some(self.existing(path, "human labels file")?),
             None => None,
         };
+        let rubric_labels = match &aggregate.rubric_labels {
+            Some(path) => Some(self.existing(path, "rubric labels file")?),
+            None => None,
+        };
 
         Ok(Pipeline {
             file: self.file.to_path_buf(),
@@ -797,6 +806,7 @@ impl Checker<'_> {
                 level,
                 blind_spot_threshold,
                 human_labels,
+                rubric_labels,
             },
         })
     }
@@ -1348,8 +1358,42 @@ impl Checker<'_> {
             ));
         }
         let rule = name == cfeval_judge::RuleJudge::NAME;
-        // `cascade:rule,<model>`: the model part is what calls a model, and
-        // what the self-preference guard checks.
+        let rubric = name.starts_with(cfeval_judge::rubric::judge::PREFIX);
+        if !rubric {
+            for (key, present) in [
+                ("cases", raw.cases.as_ref().map(|value| value.span().start)),
+                ("profile", raw.profile.as_ref().map(|value| value.span().start)),
+            ] {
+                if let Some(offset) = present {
+                    return Err(self.at(
+                        offset,
+                        format!("`{key}` is an option of a rubric judge (`rubric:<model>`), not of `{name}`"),
+                    ));
+                }
+            }
+        }
+        if let Some(cases) = &raw.cases
+            && *cases.get_ref() == 0
+        {
+            return Err(self.spanned(cases, "cases must be at least 1"));
+        }
+        if let Some(profile) = &raw.profile {
+            let known = cfeval_judge::rubric::Rubric::builtin()
+                .map(|rubric| rubric.profiles.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default();
+            if !known.contains(profile.get_ref()) {
+                return Err(self.spanned(
+                    profile,
+                    format!(
+                        "rubric profile `{}` is not one of {}",
+                        profile.get_ref(),
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        // `cascade:rule,<model>` and `rubric:<model>`: the model part is
+        // what calls a model, and what the self-preference guard checks.
         let model = match name.strip_prefix("cascade:") {
             Some(chain) => match chain.split_once(',') {
                 Some((first, model))
@@ -1366,8 +1410,16 @@ impl Checker<'_> {
                     ));
                 }
             },
-            None => name.clone(),
+            None => crate::judge_cmd::judge_model(&name).to_string(),
         };
+        if rubric
+            && (model.is_empty() || model == cfeval_judge::RuleJudge::NAME || SubjectKind::is_control(&model))
+        {
+            return Err(self.spanned(
+                &raw.name,
+                format!("judge `{name}`: a rubric judge is `rubric:<model>` (a model scores the rubric)"),
+            ));
+        }
         if !rule {
             self.model_name(&Spanned::new(raw.name.span(), model.clone()), "judge")?;
         }
@@ -1458,6 +1510,8 @@ impl Checker<'_> {
             base_url: raw.base_url.as_ref().map(|value| value.get_ref().clone()),
             api_key_env: raw.api_key_env.as_ref().map(|value| value.get_ref().clone()),
             limits: self.limits(raw.limits.as_ref())?,
+            cases: raw.cases.as_ref().map(|value| *value.get_ref()),
+            profile: raw.profile.as_ref().map(|value| value.get_ref().clone()),
         })
     }
 }

@@ -92,16 +92,7 @@ impl Prompts {
 }
 
 /// A chart as the subject reads it: each section under its name.
-pub fn render_chart(sections: &[Section]) -> String {
-    let mut out = String::new();
-    for section in sections {
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(&format!("## {}\n{}\n", section.name, section.text.trim_end()));
-    }
-    out
-}
+pub use cfeval_schema::render_chart;
 
 /// The rendered chart between `<chart>` tags it cannot close (see
 /// [`cfeval_model::fence`]): a chart holding `</chart>` gets `<chart-2>`.

@@ -16,6 +16,8 @@
 //!   repair retry; the subject's text is quoted as data.
 //! - [`families`]: the model-family map (`data/model-families.yaml`) and the
 //!   self-preference guard: a judge never scores its own family.
+//! - [`rubric`]: the clinical-reasoning rubric (seed 002) as data, and the
+//!   rubric judge (`rubric:<model>`) that scores each response on it.
 //! - [`run()`]: the stage over a run's tables, judge-only reruns included
 //!   (responses are read, subjects are never called).
 
@@ -34,6 +36,8 @@ pub use error::{Error, Result};
 pub use families::{Families, GuardPlan};
 pub use llm::{JUDGE_PAIR_TEMPLATE, LlmJudge, PairPrompt};
 pub use ontology::{Analysis, Ontology};
+pub use rubric::judge::RubricJudge;
+pub use rubric::stage::RubricRun;
 pub use rule::RuleJudge;
 pub use run::{Config, Judge, Report, run, unit};
 pub use verdict::{Label, PairInput, Verdict};

@@ -27,14 +27,52 @@ const DATA_SLOT: &str = "{{pair_json}}";
 /// Longest answer text passed to the judge (characters).
 const MAX_ANSWER_CHARS: usize = 8_000;
 
-/// The pair prompt: a system part, a user part with one data slot, and the
-/// hash of the whole template (recorded as `prompt_hash`).
+/// A judge's prompt template: a system part, a user part holding one data
+/// slot, and the hash of the whole template (recorded as `prompt_hash`).
 #[derive(Debug, Clone)]
-pub struct PairPrompt {
+pub(crate) struct Template {
     system: String,
     user: String,
-    hash: String,
+    slot: &'static str,
+    pub(crate) hash: String,
 }
+
+impl Template {
+    /// Splits a template at its `=== USER ===` line; the user part must hold
+    /// `slot` once, the system part never.
+    pub(crate) fn parse(text: &str, origin: &str, slot: &'static str) -> Result<Self> {
+        let invalid = |message: String| Error::Invalid {
+            origin: origin.to_string(),
+            message,
+        };
+        let (system, user) = text
+            .split_once(USER_MARKER)
+            .ok_or_else(|| invalid("the template has no `=== USER ===` line".into()))?;
+        if user.matches(slot).count() != 1 || system.contains(slot) {
+            return Err(invalid(format!(
+                "the user part must hold the `{slot}` slot exactly once"
+            )));
+        }
+        Ok(Self {
+            system: system.trim().to_string(),
+            user: user.trim().to_string(),
+            slot,
+            hash: cfeval_schema::ids::hash_bytes(text.as_bytes()),
+        })
+    }
+
+    /// The chat messages with `data` in the slot.
+    pub(crate) fn messages(&self, data: &str) -> Vec<Message> {
+        vec![
+            Message::system(self.system.clone()),
+            Message::user(self.user.replacen(self.slot, data, 1)),
+        ]
+    }
+}
+
+/// The pair prompt (`{{pair_json}}` its data slot).
+#[derive(Debug, Clone)]
+pub struct PairPrompt(Template);
 
 #[derive(Serialize)]
 struct EditLine<'a> {
@@ -70,28 +108,12 @@ impl PairPrompt {
     /// Splits a template at its `=== USER ===` line; the user part must hold
     /// the `{{pair_json}}` slot once.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        let invalid = |message: &str| Error::Invalid {
-            origin: origin.to_string(),
-            message: message.to_string(),
-        };
-        let (system, user) = text
-            .split_once(USER_MARKER)
-            .ok_or_else(|| invalid("the template has no `=== USER ===` line"))?;
-        if user.matches(DATA_SLOT).count() != 1 || system.contains(DATA_SLOT) {
-            return Err(invalid(
-                "the user part must hold the `{{pair_json}}` slot exactly once",
-            ));
-        }
-        Ok(Self {
-            system: system.trim().to_string(),
-            user: user.trim().to_string(),
-            hash: cfeval_schema::ids::hash_bytes(text.as_bytes()),
-        })
+        Template::parse(text, origin, DATA_SLOT).map(Self)
     }
 
     /// The template's hash.
     pub fn hash(&self) -> &str {
-        &self.hash
+        &self.0.hash
     }
 
     /// The pair's data as one JSON object (every text a JSON string, with
@@ -137,10 +159,7 @@ impl PairPrompt {
 
     /// The chat messages for a pair.
     pub fn messages(&self, input: &PairInput<'_>) -> Vec<Message> {
-        vec![
-            Message::system(self.system.clone()),
-            Message::user(self.user.replacen(DATA_SLOT, &Self::data(input), 1)),
-        ]
+        self.0.messages(&Self::data(input))
     }
 }
 

@@ -64,6 +64,9 @@ pub enum Judge {
         judge: Box<LlmJudge>,
         fallback: Option<Box<LlmJudge>>,
     },
+    /// The clinical-reasoning rubric judge (`rubric:<model>`): scores each
+    /// response, not pairs (see [`crate::rubric::stage`]).
+    Rubric(Box<crate::rubric::stage::RubricRun>),
 }
 
 impl Judge {
@@ -72,6 +75,7 @@ impl Judge {
         let swap = |judge: &LlmJudge| Box::new(judge.clone().with_prompt_template(prompt.clone()));
         match self {
             Judge::Rule(rule) => Judge::Rule(rule.clone()),
+            Judge::Rubric(rubric) => Judge::Rubric(rubric.clone()),
             Judge::Llm { judge, fallback } => Judge::Llm {
                 judge: swap(judge),
                 fallback: fallback.as_deref().map(swap),
@@ -96,6 +100,7 @@ impl Judge {
             Judge::Rule(_) => RuleJudge::NAME,
             Judge::Llm { judge, .. } => &judge.name,
             Judge::Cascade { name, .. } => name,
+            Judge::Rubric(rubric) => &rubric.judge.name,
         }
     }
 
@@ -112,7 +117,7 @@ impl Judge {
     /// The model judge and its fallback, if this judge calls a model.
     fn models(&self) -> Option<(&LlmJudge, Option<&LlmJudge>)> {
         match self {
-            Judge::Rule(_) => None,
+            Judge::Rule(_) | Judge::Rubric(_) => None,
             Judge::Llm { judge, fallback } | Judge::Cascade { judge, fallback, .. } => {
                 Some((judge, fallback.as_deref()))
             }
@@ -191,6 +196,8 @@ pub struct Report {
     pub labels: BTreeMap<String, u64>,
     /// The case buckets the run was judged in (0 when skipped).
     pub buckets: u64,
+    /// Responses scored one by one (the rubric judge), errors included.
+    pub responses: u64,
 }
 
 /// The unit a judge's rows are committed under.
@@ -223,7 +230,7 @@ struct Baseline {
 /// The judgment status of a pair or CMS row left unjudged because a
 /// response is not `ok` ([`cfeval_schema::ResponseStatus::judgment_status`];
 /// an unknown word reads as a failed call).
-fn unjudged_status(response_status: &str) -> String {
+pub(crate) fn unjudged_status(response_status: &str) -> String {
     cfeval_schema::ResponseStatus::parse(response_status)
         .unwrap_or(cfeval_schema::ResponseStatus::Error)
         .judgment_status()
@@ -245,26 +252,26 @@ The recommendation must stay the same.";
 
 /// A response as the judge reads it: the columns it needs, never the trace.
 #[derive(Debug, Deserialize)]
-struct Response {
-    subject: String,
-    is_control: bool,
-    mode: String,
-    case_id: String,
-    variant_id: String,
-    sample: u32,
-    intervention: String,
-    family: String,
-    catalog_hash: String,
-    prompt_set: String,
-    status: String,
-    error: Option<String>,
-    text: Option<String>,
-    recommendation: Option<String>,
-    sections_read: Vec<String>,
-    dialogue: Option<DialogueOutcome>,
+pub(crate) struct Response {
+    pub(crate) subject: String,
+    pub(crate) is_control: bool,
+    pub(crate) mode: String,
+    pub(crate) case_id: String,
+    pub(crate) variant_id: String,
+    pub(crate) sample: u32,
+    pub(crate) intervention: String,
+    pub(crate) family: String,
+    pub(crate) catalog_hash: String,
+    pub(crate) prompt_set: String,
+    pub(crate) status: String,
+    pub(crate) error: Option<String>,
+    pub(crate) text: Option<String>,
+    pub(crate) recommendation: Option<String>,
+    pub(crate) sections_read: Vec<String>,
+    pub(crate) dialogue: Option<DialogueOutcome>,
 }
 
-const RESPONSE_COLUMNS: &[&str] = &[
+pub(crate) const RESPONSE_COLUMNS: &[&str] = &[
     "subject",
     "is_control",
     "mode",
@@ -285,14 +292,14 @@ const RESPONSE_COLUMNS: &[&str] = &[
 
 /// What pass 1 reads of a response: the lock, the subjects, the sizes.
 #[derive(Deserialize)]
-struct ResponseSize {
-    subject: String,
-    mode: String,
-    case_id: String,
-    family: String,
-    catalog_hash: String,
-    text: Option<String>,
-    recommendation: Option<String>,
+pub(crate) struct ResponseSize {
+    pub(crate) subject: String,
+    pub(crate) mode: String,
+    pub(crate) case_id: String,
+    pub(crate) family: String,
+    pub(crate) catalog_hash: String,
+    pub(crate) text: Option<String>,
+    pub(crate) recommendation: Option<String>,
 }
 
 const RESPONSE_SIZE_COLUMNS: &[&str] = &[
@@ -367,10 +374,6 @@ fn weight<T: Serialize + ?Sized>(value: &T) -> u64 {
 /// Runs `judge` over the run's responses (blocking; LLM judges get their own
 /// runtime).
 pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
-    let rule = match judge {
-        Judge::Rule(rule) | Judge::Cascade { rule, .. } => (**rule).clone(),
-        Judge::Llm { .. } => RuleJudge::builtin()?,
-    };
     let Some(responses) = ShardStore::open_existing(
         &run_dir.join(ResponseRow::NAME),
         ResponseRow::NAME,
@@ -392,9 +395,28 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     } else {
         lineage::check_store_catalog_lock(&variants, VariantRow::NAME, false)?
     };
+    let pack = cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)?;
+    let inputs = Inputs {
+        responses,
+        variants,
+        cases,
+        pack,
+        variants_catalog,
+    };
+    let rule = match judge {
+        Judge::Rule(rule) | Judge::Cascade { rule, .. } => (**rule).clone(),
+        Judge::Llm { .. } => RuleJudge::builtin()?,
+        Judge::Rubric(rubric) => return crate::rubric::stage::run(config, rubric, &inputs, run_dir),
+    };
+    let Inputs {
+        responses,
+        variants,
+        cases,
+        pack,
+        variants_catalog,
+    } = inputs;
     let (variants, cases) = (Some(variants), Some(cases));
     // A diagnosis pack's run is read by the pack's diagnosis judge.
-    let pack = cfeval_schema::pack::Pack::of_run(run_dir).map_err(Error::Pack)?;
     let diagnosis = match &pack {
         Some(pack) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
             Some(DiagnosisJudge::load(pack).map_err(Error::Pack)?)
@@ -423,7 +445,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
             .collect::<Vec<_>>()
     };
     let (prompt_hash, fallback) = match judge {
-        Judge::Rule(_) => (rule_hash.clone(), None),
+        Judge::Rule(_) | Judge::Rubric(_) => (rule_hash.clone(), None),
         Judge::Llm { judge, fallback } => (
             judge.prompt_hash().to_string(),
             fallback
@@ -460,17 +482,13 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         ..Report::default()
     };
     // Pass 1: subjects, the catalog lock, and how much the baselines weigh.
-    let mut subjects: BTreeSet<String> = BTreeSet::new();
-    let mut lock = lineage::RowCatalogLock::new(config.catalog_hash.clone(), config.allow_mixed_catalogs);
     let mut held_bytes = 0u64;
-    for batch in responses.read_columns::<ResponseSize>(RESPONSE_SIZE_COLUMNS)? {
-        for row in batch? {
-            lock.check(&row.catalog_hash)?;
-            if (config.only_subjects.is_empty() || config.only_subjects.contains(&row.subject))
-                && !subjects.contains(&row.subject)
-            {
-                subjects.insert(row.subject.clone());
-            }
+    let (subjects, catalog) = subjects_and_lock(
+        config,
+        &responses,
+        variants_catalog.as_deref(),
+        run_dir,
+        &mut |row| {
             if row.family == BASELINE {
                 // Each of text and recommendation falls back on the other.
                 let (text, recommendation) = (text_len(&row.text), text_len(&row.recommendation));
@@ -478,29 +496,8 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
                     + (row.subject.len() + row.mode.len() + row.case_id.len()) as u64
                     + 2 * text.max(recommendation);
             }
-        }
-    }
-    // The lock is checked even when there is nothing left to do: the
-    // responses' one catalog is the catalog of the run's variants.
-    let catalog = lock.catalog().map(str::to_string);
-    if let (Some(found), Some(expected)) = (&catalog, &variants_catalog)
-        && found != expected
-    {
-        return Err(Error::CatalogLock {
-            expected: expected.clone(),
-            found: found.clone(),
-        });
-    }
-    if let Some(subject) = config
-        .only_subjects
-        .iter()
-        .find(|subject| !subjects.contains(*subject))
-    {
-        return Err(Error::MissingSubject {
-            subject: subject.clone(),
-            run: run_dir.display().to_string(),
-        });
-    }
+        },
+    )?;
     if judgments.is_complete(&unit, &fingerprint) {
         report.skipped = true;
         return Ok(report);
@@ -546,16 +543,7 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
     report.buckets = buckets;
     tracing::debug!(judge = %name, held_bytes, buckets, "judging in case buckets");
 
-    // A partial or stale unit of this judge is redone from scratch.
-    if judgments.unit(&unit).is_some() || judgments.entries().iter().any(|entry| entry.unit == unit) {
-        judgments.retire_unit(&unit)?;
-    }
-    let mut writer = judgments.writer(Provenance {
-        run: config.run.clone(),
-        unit: unit.clone(),
-        fingerprint: fingerprint.clone(),
-        catalog_hash: catalog.clone(),
-    });
+    let mut writer = open_unit(&mut judgments, config, &unit, &fingerprint, catalog.clone())?;
     let runtime = match judge {
         Judge::Llm { .. } | Judge::Cascade { .. } => Some(
             tokio::runtime::Builder::new_multi_thread()
@@ -564,12 +552,12 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
                 .build()
                 .map_err(Error::Runtime)?,
         ),
-        Judge::Rule(_) => None,
+        Judge::Rule(_) | Judge::Rubric(_) => None,
     };
     // The rule judge is CPU work: bigger chunks, judged on all cores.
     let chunk = match judge {
         Judge::Rule(_) | Judge::Cascade { .. } => config.chunk.max(RULE_CHUNK),
-        Judge::Llm { .. } => config.chunk.max(1),
+        Judge::Llm { .. } | Judge::Rubric(_) => config.chunk.max(1),
     };
     // Each read of the responses judges one bucket and collects the next
     // one's baselines: buckets + 1 reads in all.
@@ -623,6 +611,38 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         }
         context.judge_and_write(pending, runtime.as_ref(), &mut report, &mut writer)?;
     }
+    commit_unit(&mut judgments, writer, &unit, &fingerprint)?;
+    Ok(report)
+}
+
+/// Opens the writer of a judge's unit, a partial or stale one retired
+/// first (it is redone from scratch).
+pub(crate) fn open_unit(
+    judgments: &mut ShardStore,
+    config: &Config,
+    unit: &str,
+    fingerprint: &str,
+    catalog: Option<String>,
+) -> Result<ShardWriter> {
+    if judgments.unit(unit).is_some() || judgments.entries().iter().any(|entry| entry.unit == unit) {
+        judgments.retire_unit(unit)?;
+    }
+    Ok(judgments.writer(Provenance {
+        run: config.run.clone(),
+        unit: unit.to_string(),
+        fingerprint: fingerprint.to_string(),
+        catalog_hash: catalog,
+    }))
+}
+
+/// Finishes a judge's unit: its shards written, the unit marked complete
+/// under `fingerprint`.
+pub(crate) fn commit_unit(
+    judgments: &mut ShardStore,
+    writer: ShardWriter,
+    unit: &str,
+    fingerprint: &str,
+) -> Result<()> {
     writer.finish()?;
     judgments.refresh()?;
     let entries: Vec<_> = judgments
@@ -631,8 +651,65 @@ pub fn run(config: &Config, judge: &Judge, run_dir: &Path) -> Result<Report> {
         .filter(|entry| entry.unit == unit)
         .cloned()
         .collect();
-    judgments.mark_complete(&unit, &fingerprint, &entries)?;
-    Ok(report)
+    judgments.mark_complete(unit, fingerprint, &entries)?;
+    Ok(())
+}
+
+/// The stores a judge reads, checked complete and current.
+pub(crate) struct Inputs {
+    pub(crate) responses: ShardStore,
+    pub(crate) variants: ShardStore,
+    pub(crate) cases: ShardStore,
+    pub(crate) pack: Option<cfeval_schema::pack::Pack>,
+    /// The catalog of the run's variants (the lock), unless mixed catalogs are allowed.
+    pub(crate) variants_catalog: Option<String>,
+}
+
+/// Pass 1 over the responses: the judged subjects (every one the config
+/// names must be there) and the responses' one catalog, which must be the
+/// variants' (the lock); `each` sees every row.
+pub(crate) fn subjects_and_lock(
+    config: &Config,
+    responses: &ShardStore,
+    variants_catalog: Option<&str>,
+    run_dir: &Path,
+    each: &mut dyn FnMut(&ResponseSize),
+) -> Result<(BTreeSet<String>, Option<String>)> {
+    let mut subjects: BTreeSet<String> = BTreeSet::new();
+    let mut lock = lineage::RowCatalogLock::new(config.catalog_hash.clone(), config.allow_mixed_catalogs);
+    for batch in responses.read_columns::<ResponseSize>(RESPONSE_SIZE_COLUMNS)? {
+        for row in batch? {
+            lock.check(&row.catalog_hash)?;
+            if (config.only_subjects.is_empty() || config.only_subjects.contains(&row.subject))
+                && !subjects.contains(&row.subject)
+            {
+                subjects.insert(row.subject.clone());
+            }
+            each(&row);
+        }
+    }
+    // The lock is checked even when there is nothing left to do: the
+    // responses' one catalog is the catalog of the run's variants.
+    let catalog = lock.catalog().map(str::to_string);
+    if let (Some(found), Some(expected)) = (&catalog, variants_catalog)
+        && found != expected
+    {
+        return Err(Error::CatalogLock {
+            expected: expected.to_string(),
+            found: found.clone(),
+        });
+    }
+    if let Some(subject) = config
+        .only_subjects
+        .iter()
+        .find(|subject| !subjects.contains(*subject))
+    {
+        return Err(Error::MissingSubject {
+            subject: subject.clone(),
+            run: run_dir.display().to_string(),
+        });
+    }
+    Ok((subjects, catalog))
 }
 
 /// A response's full text and its recommendation (each falls back on the other).
@@ -723,6 +800,43 @@ fn load_consensus(store: Option<&ShardStore>, in_bucket: &dyn Fn(&str) -> bool) 
     Ok((map, diagnoses))
 }
 
+/// A judgment of `response` under `metric`, not yet judged (`status =
+/// error`, no score): the judge fills it in.
+pub(crate) fn judgment_row(
+    run: &str,
+    judge: &str,
+    response: &Response,
+    metric: &str,
+    prompt_hash: &str,
+) -> JudgmentRow {
+    JudgmentRow {
+        run: run.to_string(),
+        judge: judge.to_string(),
+        subject: response.subject.clone(),
+        is_control: response.is_control,
+        mode: response.mode.clone(),
+        case_id: response.case_id.clone(),
+        variant_id: response.variant_id.clone(),
+        sample: response.sample,
+        intervention: response.intervention.clone(),
+        family: response.family.clone(),
+        catalog_hash: response.catalog_hash.clone(),
+        metric: metric.to_string(),
+        score: None,
+        label: None,
+        rationale: None,
+        status: "error".into(),
+        error: None,
+        prompt_hash: prompt_hash.to_string(),
+        prompt_set: Some(response.prompt_set.clone()),
+        changed: None,
+        decisive_section_read: None,
+        decided_by: None,
+        baseline_plan_source: None,
+        plan_source: None,
+    }
+}
+
 struct Context<'a> {
     config: &'a Config,
     judge: &'a Judge,
@@ -748,32 +862,7 @@ enum Task {
 
 impl Context<'_> {
     fn row(&self, response: &Response, metric: &str, prompt_hash: &str) -> JudgmentRow {
-        JudgmentRow {
-            run: self.config.run.clone(),
-            judge: self.name.to_string(),
-            subject: response.subject.clone(),
-            is_control: response.is_control,
-            mode: response.mode.clone(),
-            case_id: response.case_id.clone(),
-            variant_id: response.variant_id.clone(),
-            sample: response.sample,
-            intervention: response.intervention.clone(),
-            family: response.family.clone(),
-            catalog_hash: response.catalog_hash.clone(),
-            metric: metric.to_string(),
-            score: None,
-            label: None,
-            rationale: None,
-            status: "error".into(),
-            error: None,
-            prompt_hash: prompt_hash.to_string(),
-            prompt_set: Some(response.prompt_set.clone()),
-            changed: None,
-            decisive_section_read: None,
-            decided_by: None,
-            baseline_plan_source: None,
-            plan_source: None,
-        }
+        judgment_row(&self.config.run, self.name, response, metric, prompt_hash)
     }
 
     fn cms_row(&self, response: &Response) -> JudgmentRow {
@@ -1082,7 +1171,7 @@ impl Context<'_> {
             .collect();
         let rule = match self.judge {
             Judge::Rule(rule) | Judge::Cascade { rule, .. } => Some(rule),
-            Judge::Llm { .. } => None,
+            Judge::Llm { .. } | Judge::Rubric(_) => None,
         };
         // The rule judge's verdicts (all of them, or a cascade's first pass).
         let mut decided: Vec<Option<Result<Decided, String>>> = match rule {

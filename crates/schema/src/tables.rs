@@ -83,6 +83,19 @@ pub struct Reference {
     pub rules: Vec<String>,
 }
 
+/// A chart as the subject reads it: each section under its name
+/// (`## name`, then its text).
+pub fn render_chart(sections: &[Section]) -> String {
+    let mut out = String::new();
+    for section in sections {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!("## {}\n{}\n", section.name, section.text.trim_end()));
+    }
+    out
+}
+
 /// Table `cases`: one structured chart per input case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseRow {

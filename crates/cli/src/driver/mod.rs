@@ -360,6 +360,7 @@ pub fn aggregate_config(pipeline: &Pipeline) -> cfeval_aggregate::Config {
         level: settings.level,
         blind_spot_threshold: settings.blind_spot_threshold,
         human_labels: settings.human_labels.clone(),
+        rubric_labels: settings.rubric_labels.clone(),
         ..cfeval_aggregate::Config::default()
     }
 }
@@ -854,6 +855,11 @@ impl Driver {
             });
             let state = if report.skipped {
                 "complete (skipped)".to_string()
+            } else if report.responses > 0 {
+                format!(
+                    "done: {} responses scored on the rubric, {} errors, {} by the fallback",
+                    report.responses, report.errors, report.fallback_pairs
+                )
             } else {
                 format!(
                     "done: {} pairs, {} CMS, {} errors, {} by the fallback",
@@ -879,6 +885,10 @@ impl Driver {
             &self.run_dir,
             &settings,
             plan.max_tokens,
+            &crate::judge_cmd::RubricOptions {
+                cases: plan.cases,
+                profile: plan.profile.clone(),
+            },
         )
     }
 

@@ -99,6 +99,14 @@ fn identity(subject: &SubjectPlan) -> Option<BackendIdentity> {
         .map(|config| BackendIdentity::from_config(&config))
 }
 
+/// Tokens a rubric judge reads beyond its template and the answer: the
+/// rubric's items with their anchors and the chart (about 4,000 + 600).
+const RUBRIC_ITEMS_TOKENS: u64 = 4_600;
+
+/// The most a rubric judge's answer holds: every item's score, quote and
+/// sentence (about 21 × 144 tokens).
+const RUBRIC_ANSWER_TOKENS: u64 = 3_000;
+
 /// Tokens of the expected direction a model judge reads with each pair (its
 /// text is a few sentences of the catalog).
 const JUDGE_EXPECTATION_TOKENS: u64 = 256;
@@ -288,6 +296,7 @@ fn print_plan(
         // the most input a model judge reads: its template and the two
         // answers of each pair, each at most its subject's max tokens.
         let (mut responses, mut pairs, mut pair_answer_tokens) = (0u64, 0u64, 0u64);
+        let mut answer_tokens = 0u64;
         for subject in &pipeline.subjects {
             if !judge.subjects.is_empty() && !judge.subjects.contains(&subject.name) {
                 continue;
@@ -301,6 +310,7 @@ fn print_plan(
                     // also judged against the first baseline answer.
                     let samples = u64::from(subject.samples.max(1));
                     responses += count * samples;
+                    answer_tokens += count * samples * u64::from(subject.max_tokens);
                     let judged = if family == cfeval_schema::vocab::BASELINE {
                         count * (samples - 1)
                     } else {
@@ -314,30 +324,74 @@ fn print_plan(
         // A cascade calls its model for the pairs the rule judge leaves
         // uncertain: at most all of them.
         let model = judge.model().unwrap_or(cfeval_judge::RuleJudge::NAME);
-        let calls = if judge.model().is_some() { pairs } else { 0 };
+        // A rubric judge scores responses, one call each (of `cases` cases
+        // when it names how many), reading the rubric's items and the
+        // chart; its answer holds every item's score, quote and sentence.
+        let rubric = judge.name.starts_with(cfeval_judge::rubric::judge::PREFIX);
+        let share = match (rubric, judge.cases) {
+            (true, Some(cases)) => {
+                let all = per_family
+                    .get(cfeval_schema::vocab::BASELINE)
+                    .copied()
+                    .unwrap_or(0)
+                    .max(1);
+                (cases as f64 / all as f64).min(1.0)
+            }
+            _ => 1.0,
+        };
+        let calls = match (rubric, judge.model()) {
+            (true, _) => (responses as f64 * share).ceil() as u64,
+            (false, Some(_)) => pairs,
+            (false, None) => 0,
+        };
         let cost = if calls == 0 {
             Some(0.0)
         } else {
-            let input = calls
-                * (cfeval_judge::JUDGE_PAIR_TEMPLATE.len() as u64 / 4 + JUDGE_EXPECTATION_TOKENS)
-                + pair_answer_tokens;
-            let output = calls
-                * u64::from(
-                    judge
-                        .max_tokens
-                        .unwrap_or(cfeval_judge::LlmJudge::DEFAULT_MAX_TOKENS),
-                );
+            let (input, output) = if rubric {
+                (
+                    calls
+                        * (cfeval_judge::rubric::judge::RUBRIC_PROMPT.len() as u64 / 4 + RUBRIC_ITEMS_TOKENS)
+                        + (answer_tokens as f64 * share) as u64,
+                    calls * RUBRIC_ANSWER_TOKENS,
+                )
+            } else {
+                (
+                    calls * (cfeval_judge::JUDGE_PAIR_TEMPLATE.len() as u64 / 4 + JUDGE_EXPECTATION_TOKENS)
+                        + pair_answer_tokens,
+                    calls
+                        * u64::from(
+                            judge
+                                .max_tokens
+                                .unwrap_or(cfeval_judge::LlmJudge::DEFAULT_MAX_TOKENS),
+                        ),
+                )
+            };
             prices
                 .lookup(model)
                 .map(|price| (input as f64 * price.input + output as f64 * price.output) / 1_000_000.0)
         };
         match cost {
             Some(cost) => total_cost += cost,
-            None => unpriced.push(model.to_string()),
+            None if !unpriced.iter().any(|known| known == model) => unpriced.push(model.to_string()),
+            None => {}
         }
+        let what = if rubric {
+            format!(
+                "{responses} responses, {calls} scored on the rubric ({}), {calls} model calls (at most)",
+                judge.cases.map_or_else(
+                    || "every case".to_string(),
+                    |cases| match cases {
+                        1 => "1 case".to_string(),
+                        cases => format!("{cases} cases"),
+                    }
+                )
+            )
+        } else {
+            format!("{responses} responses, {pairs} pair verdicts, {calls} model calls (at most)")
+        };
         writeln!(
             out,
-            "       {:<32} {responses} responses, {pairs} pair verdicts, {calls} model calls (at most), cost ≤ {}{}",
+            "       {:<32} {what}, cost ≤ {}{}",
             judge.name,
             cost.map_or_else(
                 || format!("unknown (no price for {model})"),

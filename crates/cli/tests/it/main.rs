@@ -15,5 +15,6 @@ mod packs;
 mod pipeline_files;
 mod python_readers;
 mod rubric;
+mod rubric_judge;
 mod samples;
 mod support;

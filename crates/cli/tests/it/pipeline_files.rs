@@ -369,7 +369,51 @@ fn cases() -> Vec<(&'static str, usize, String, usize, &'static str)> {
             27,
             "does not exist",
         ),
+        (
+            "rubric options on a pair judge",
+            21,
+            "name = \"rule\"\ncases = 2".into(),
+            22,
+            "an option of a rubric judge",
+        ),
+        (
+            "an unknown rubric profile",
+            24,
+            "name = \"rubric:anthropic/claude-opus-4-7\"\nprofile = \"surgery\"".into(),
+            25,
+            "rubric profile `surgery`",
+        ),
+        (
+            "a rubric judge of a control",
+            24,
+            "name = \"rubric:control/reference\"".into(),
+            24,
+            "a rubric judge is `rubric:<model>`",
+        ),
+        (
+            "a rubric judge on no case",
+            24,
+            "name = \"rubric:anthropic/claude-opus-4-7\"\ncases = 0".into(),
+            25,
+            "at least 1",
+        ),
     ]
+}
+
+#[test]
+fn a_rubric_judge_parses_with_its_options() {
+    let text = valid().replace(
+        "name = \"anthropic/claude-opus-4-7\"",
+        "name = \"rubric:anthropic/claude-opus-4-7\"\ncases = 3\nprofile = \"triage\"\nsubjects = [\"openai/gpt-5\"]",
+    );
+    let pipeline = parse(&text).expect("valid");
+    let judge = pipeline
+        .judges
+        .iter()
+        .find(|judge| judge.name.starts_with("rubric:"))
+        .expect("the rubric judge");
+    assert_eq!(judge.model(), Some("anthropic/claude-opus-4-7"));
+    assert_eq!((judge.cases, judge.profile.as_deref()), (Some(3), Some("triage")));
 }
 
 fn broken(line: usize, replacement: &str) -> String {

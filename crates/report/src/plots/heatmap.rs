@@ -1,5 +1,7 @@
 //! Family × subject heatmap of CSS, with the spurious-shift rate on the
-//! negative-control family in a column of its own (never pooled into CSS).
+//! negative-control family in a column of its own (never pooled into CSS);
+//! the same drawing serves the rubric's domain × subject map (scale 1–5,
+//! a domain that was not applicable shown as N/A).
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
@@ -16,6 +18,9 @@ pub struct HeatmapRow {
     pub css: Vec<Option<f64>>,
     /// Spurious-shift rate on the control family.
     pub spurious: Option<f64>,
+    /// Columns whose missing value means "not applicable" (drawn `N/A`,
+    /// not `–`); empty: none.
+    pub not_applicable: Vec<bool>,
 }
 
 /// The cells of the heatmap.
@@ -27,6 +32,39 @@ pub struct Heatmap {
     /// The negative-control family, when the run has spurious-shift rates.
     pub control_family: Option<String>,
     pub rows: Vec<HeatmapRow>,
+    /// What the cells measure (the heading over the columns and the
+    /// legend's name) and the range the colour spans.
+    pub scale: Scale,
+}
+
+/// The quantity a heatmap shows and the range its colour spans.
+#[derive(Debug, Clone)]
+pub struct Scale {
+    pub heading: String,
+    pub name: String,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Scale {
+    /// CSS by family, 0–1.
+    pub fn css() -> Self {
+        Self {
+            heading: "CSS by family".into(),
+            name: "CSS".into(),
+            low: 0.0,
+            high: 1.0,
+        }
+    }
+
+    /// Where `value` falls in the range (0–1).
+    fn position(&self, value: f64) -> f64 {
+        if self.high > self.low {
+            ((value - self.low) / (self.high - self.low)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
 }
 
 const LABEL_WIDTH: i32 = 280;
@@ -77,7 +115,7 @@ pub fn heatmap(id: &str, title: &str, map: &Heatmap) -> Result<Figure> {
         let heading = text_with(12.0, FontStyle::Bold, INK, HPos::Center, VPos::Center);
         if families > 0 {
             area.draw(&Text::new(
-                "CSS by family",
+                map.scale.heading.as_str(),
                 (LABEL_WIDTH + families * CELL_WIDTH / 2, 14),
                 heading.clone(),
             ))?;
@@ -111,16 +149,21 @@ pub fn heatmap(id: &str, title: &str, map: &Heatmap) -> Result<Figure> {
                 .iter()
                 .enumerate()
                 .filter(|(_, value)| value.is_none())
-                .map(|(column, _)| column_x(column))
-                .chain((map.control_family.is_some() && entry.spurious.is_none()).then_some(control_x));
-            for x in missing {
+                .map(|(column, _)| {
+                    let na = entry.not_applicable.get(column).copied().unwrap_or(false);
+                    (column_x(column), if na { "N/A" } else { "–" })
+                })
+                .chain(
+                    (map.control_family.is_some() && entry.spurious.is_none()).then_some((control_x, "–")),
+                );
+            for (x, shown) in missing {
                 let y = row_y(row);
                 area.draw(&Rectangle::new(
                     [(x + 1, y + 1), (x + CELL_WIDTH - 1, y + CELL_HEIGHT - 1)],
                     GRID.filled(),
                 ))?;
                 area.draw(&Text::new(
-                    "–",
+                    shown,
                     (x + CELL_WIDTH / 2, center),
                     text(12.0, MUTED, HPos::Center, VPos::Center),
                 ))?;
@@ -129,21 +172,26 @@ pub fn heatmap(id: &str, title: &str, map: &Heatmap) -> Result<Figure> {
         // Legend: five swatches per scale.
         let legend_y = rows_bottom + 22;
         let mut x = LABEL_WIDTH;
-        let scales: &[(&str, RGBColor, RGBColor)] = if map.control_family.is_some() {
-            &[
-                ("CSS", CSS_LOW, CSS_HIGH),
-                ("spurious shift", SHIFT_LOW, SHIFT_HIGH),
-            ]
+        let main = (
+            map.scale.name.as_str(),
+            map.scale.low,
+            map.scale.high,
+            CSS_LOW,
+            CSS_HIGH,
+        );
+        let scales: Vec<(&str, f64, f64, RGBColor, RGBColor)> = if map.control_family.is_some() {
+            vec![main, ("spurious shift", 0.0, 1.0, SHIFT_LOW, SHIFT_HIGH)]
         } else {
-            &[("CSS", CSS_LOW, CSS_HIGH)]
+            vec![main]
         };
-        for &(name, low, high) in scales {
+        for (name, from, to, low, high) in scales {
+            let (from, to) = (fixed(from, 0), fixed(to, 0));
             area.draw(&Text::new(
-                format!("{name} 0"),
+                format!("{name} {from}"),
                 (x, legend_y + 6),
                 text(11.0, MUTED, HPos::Left, VPos::Center),
             ))?;
-            x += 8 * (name.len() as i32 + 2);
+            x += 8 * (name.len() as i32 + from.len() as i32 + 1);
             for step in 0..5 {
                 let fill = blend(low, high, f64::from(step) / 4.0);
                 area.draw(&Rectangle::new(
@@ -153,7 +201,7 @@ pub fn heatmap(id: &str, title: &str, map: &Heatmap) -> Result<Figure> {
                 x += 18;
             }
             area.draw(&Text::new(
-                "1",
+                to,
                 (x + 4, legend_y + 6),
                 text(11.0, MUTED, HPos::Left, VPos::Center),
             ))?;
@@ -170,10 +218,12 @@ pub fn heatmap(id: &str, title: &str, map: &Heatmap) -> Result<Figure> {
             .enumerate()
             .filter_map(|(column, value)| {
                 let family = map.families.get(column)?;
+                let value = (*value)?;
                 Some((
                     column_x(column),
-                    (*value)?,
-                    format!("CSS, family {family}"),
+                    value,
+                    map.scale.position(value),
+                    format!("{}, {family}", map.scale.name),
                     CSS_LOW,
                     CSS_HIGH,
                 ))
@@ -182,13 +232,14 @@ pub fn heatmap(id: &str, title: &str, map: &Heatmap) -> Result<Figure> {
                 Some((
                     control_x,
                     entry.spurious?,
+                    entry.spurious?,
                     format!("spurious-shift rate, family {family}"),
                     SHIFT_LOW,
                     SHIFT_HIGH,
                 ))
             }));
-        for (x, value, what, low, high) in cells {
-            let (fill, ink) = shade(low, high, value);
+        for (x, value, position, what, low, high) in cells {
+            let (fill, ink) = shade(low, high, position);
             let tooltip = format!("{label}: {what} = {}", fixed(value, 3));
             let drawn = mark(&figure, &entry.subject, entry.control, tooltip, |area| {
                 area.draw(&Rectangle::new(

@@ -19,7 +19,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::Serialize;
 
 pub use forest::{ForestRow, forest};
-pub use heatmap::{Heatmap, HeatmapRow, heatmap};
+pub use heatmap::{Heatmap, HeatmapRow, Scale, heatmap};
 pub use scatter::{ScatterPoint, scatter};
 pub use slope::{SlopeLine, slope};
 

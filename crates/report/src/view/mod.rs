@@ -3,6 +3,7 @@
 //! "not available" note with its reason.
 
 mod mode;
+mod rubric;
 mod sections;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -33,6 +33,8 @@ pub struct ModeView {
     pub dialogue: Option<TableView>,
     /// Biases (mode `dialogue`): biased − unbiased, paired by case.
     pub biases: Option<TableView>,
+    /// The rubric judges' sections (one per `rubric:<model>` judge).
+    pub rubric: Vec<super::rubric::RubricView>,
     pub slope: PlotView,
     pub spearman: Option<String>,
     /// How likely the CSS ranking differs from the CMS ranking.
@@ -453,6 +455,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
             control,
             css,
             spurious,
+            not_applicable: Vec::new(),
         });
     }
     let family_table = family_table.or_unavailable("no per-family estimates in this mode");
@@ -467,6 +470,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
             blind: families.iter().map(|family| blind.contains(family)).collect(),
             control_family: control_family.map(str::to_string),
             rows,
+            scale: plots::Scale::css(),
         };
         let figure = plots::heatmap(
             &format!("heatmap-{id}"),
@@ -634,6 +638,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         samples,
         dialogue,
         biases,
+        rubric: super::rubric::build(scores, mode)?,
         slope,
         spearman,
         rank_swap,

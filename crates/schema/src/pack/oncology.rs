@@ -27,6 +27,7 @@ pub const CUED_SINGLE_SHOT_PROMPT: &str =
 pub const CUED_AGENT_PROMPT: &str = include_str!("../../../../data/packs/oncology/prompts/cued/agent.md");
 pub const JUDGE_PAIR_PROMPT: &str = include_str!("../../../../data/packs/oncology/prompts/judge_pair.md");
 pub const EXTRACT_PROMPT: &str = include_str!("../../../../data/packs/oncology/prompts/extract.md");
+pub const RUBRIC: &str = include_str!("../../../../data/packs/oncology/rubric.yaml");
 
 /// Every file of the folder, by its path in the pack.
 pub const FILES: &[(&str, &str)] = &[
@@ -44,11 +45,12 @@ pub const FILES: &[(&str, &str)] = &[
     ("prompts/cued/agent.md", CUED_AGENT_PROMPT),
     ("prompts/judge_pair.md", JUDGE_PAIR_PROMPT),
     ("prompts/extract.md", EXTRACT_PROMPT),
+    ("rubric.yaml", RUBRIC),
 ];
 
 /// The files a treatment pack holds of its own: the rest is what cfeval's
 /// readers were compiled with.
-const OWN: &[&str] = &["pack.yaml", "catalog.yaml", "README.md"];
+const OWN: &[&str] = &["pack.yaml", "catalog.yaml", "rubric.yaml", "README.md"];
 
 /// The files of a treatment pack (besides its own) that the compiled
 /// readers need.

@@ -14,8 +14,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
+pub mod judge;
+pub mod pack;
+pub mod stage;
+
 /// The rubric as built in.
-const BUILTIN: &str = include_str!("../../../data/rubrics/clinical-reasoning-v1.yaml");
+const BUILTIN: &str = include_str!("../../../../data/rubrics/clinical-reasoning-v1.yaml");
 
 /// When an N/A rule marks its domains not applicable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -286,30 +290,79 @@ impl Rubric {
             .collect()
     }
 
-    /// The weighted composite of one response under `profile`: each domain's
-    /// score is the mean of its scored sub-dimensions (`None`: not
-    /// applicable or not scored), and the profile's weights are renormalised
-    /// over the domains that have a score. `None` when no domain has one or
-    /// the profile is unknown.
-    pub fn composite(&self, profile: &str, scores: &BTreeMap<String, Option<f64>>) -> Option<f64> {
-        let weights = self.profiles.get(profile)?;
-        let mut weighted = 0.0;
-        let mut total = 0.0;
-        for domain in &self.domains {
-            let scored: Vec<f64> = domain
-                .subdimensions
-                .iter()
-                .filter_map(|sub| scores.get(&sub.id).copied().flatten())
-                .collect();
-            if scored.is_empty() {
-                continue;
-            }
-            let score = scored.iter().sum::<f64>() / scored.len() as f64;
-            let weight = weights.get(&domain.id).copied().unwrap_or(0.0);
-            weighted += weight * score;
-            total += weight;
+    /// Each domain's score: the mean of its scored sub-dimensions (`None`
+    /// in `scores`: not applicable or not scored); domains with none left out.
+    pub fn domain_scores(&self, scores: &BTreeMap<String, Option<f64>>) -> Vec<(&str, f64)> {
+        self.domains
+            .iter()
+            .filter_map(|domain| {
+                let scored: Vec<f64> = domain
+                    .subdimensions
+                    .iter()
+                    .filter_map(|sub| scores.get(&sub.id).copied().flatten())
+                    .collect();
+                (!scored.is_empty()).then(|| {
+                    (
+                        domain.id.as_str(),
+                        scored.iter().sum::<f64>() / scored.len() as f64,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The profile's weights renormalised over the scored domains (domain
+    /// id → weight, summing to 1); empty when none is scored or the profile
+    /// is unknown.
+    pub fn weights(&self, profile: &str, scores: &BTreeMap<String, Option<f64>>) -> Vec<(String, f64)> {
+        let Some(weights) = self.profiles.get(profile) else {
+            return Vec::new();
+        };
+        let scored = self.domain_scores(scores);
+        let total: f64 = scored
+            .iter()
+            .map(|(domain, _)| weights.get(*domain).copied().unwrap_or(0.0))
+            .sum();
+        if total <= 0.0 {
+            return Vec::new();
         }
-        (total > 0.0).then(|| weighted / total)
+        scored
+            .iter()
+            .map(|(domain, _)| {
+                (
+                    domain.to_string(),
+                    weights.get(*domain).copied().unwrap_or(0.0) / total,
+                )
+            })
+            .collect()
+    }
+
+    /// [`Rubric::weights`] written out (`1: 0.167, 2: 0.167, …`).
+    pub fn renormalised(&self, profile: &str, scores: &BTreeMap<String, Option<f64>>) -> String {
+        self.weights(profile, scores)
+            .iter()
+            .map(|(domain, weight)| format!("{domain}: {weight:.3}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The weighted composite of one response under `profile`: each domain's
+    /// score is the mean of its scored sub-dimensions, and the profile's
+    /// weights are renormalised over the domains that have a score. `None`
+    /// when no domain has one or the profile is unknown.
+    pub fn composite(&self, profile: &str, scores: &BTreeMap<String, Option<f64>>) -> Option<f64> {
+        let weights = self.weights(profile, scores);
+        if weights.is_empty() {
+            return None;
+        }
+        let domain_scores = self.domain_scores(scores);
+        Some(
+            domain_scores
+                .iter()
+                .zip(&weights)
+                .map(|((_, score), (_, weight))| score * weight)
+                .sum(),
+        )
     }
 }
 
