@@ -62,7 +62,7 @@ pub fn build_judge(
         let rubric_judge = |model: &str, settings: &ModelSettings| -> anyhow::Result<RubricJudge> {
             let client = model_client(model, run, settings)
                 .with_context(|| format!("building the client of rubric judge {model}"))?;
-            Ok(RubricJudge::new(model, Arc::new(client))?)
+            Ok(RubricJudge::new(model, Arc::new(client))?.with_max_tokens(max_tokens))
         };
         let fallback = match fallback {
             Some(fallback) => Some(rubric_judge(judge_model(fallback), &ModelSettings::default())?),

@@ -841,7 +841,9 @@ impl Driver {
                 })
                 .map(|(_, count)| count)
                 .sum();
-            let bar = self.bars.bar(&label, Some(total));
+            // A rubric judge limited to some cases scores fewer responses
+            // than the run has: its total is not known before it starts.
+            let bar = self.bars.bar(&label, plan.cases.is_none().then_some(total));
             let mut config = cfeval_judge::Config::new(self.pipeline.name.clone())?;
             config.progress = Some(bar.progress());
             config.only_subjects = plan.subjects.clone();

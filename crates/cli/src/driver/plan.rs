@@ -104,8 +104,8 @@ fn identity(subject: &SubjectPlan) -> Option<BackendIdentity> {
 const RUBRIC_ITEMS_TOKENS: u64 = 4_600;
 
 /// The most a rubric judge's answer holds: every item's score, quote and
-/// sentence (about 21 × 144 tokens).
-const RUBRIC_ANSWER_TOKENS: u64 = 3_000;
+/// sentence at their longest (about 21 × 240 tokens).
+const RUBRIC_ANSWER_TOKENS: u64 = 5_000;
 
 /// Tokens of the expected direction a model judge reads with each pair (its
 /// text is a few sentences of the catalog).

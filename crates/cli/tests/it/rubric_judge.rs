@@ -699,3 +699,94 @@ fn csv_rows(file: &Path) -> Vec<Vec<String>> {
         .map(|record| record.expect("record").iter().map(String::from).collect())
         .collect()
 }
+
+/// The diagnosis pack: OSCE cases are single encounters (domain 4 and 5b
+/// N/A before asking), the composite takes the pack's `diagnosis`
+/// profile, the red-flag variant (F3) carries the escalation item, a case
+/// whose diagnosis is must-not-miss carries that item.
+#[test]
+fn the_diagnosis_pack_gives_the_rubric_its_profile_and_its_safety_items() {
+    let Some(cases) = crate::support::osce_cases() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pack = workspace_root().join("data/packs/general-medicine");
+    let pipeline = dir.path().join("osce.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[run]\nname = \"osce-rubric\"\npack = \"{}\"\n\n[cases]\ninputs = [\"{}\"]\nlimit = 12\n\n\
+             [[subjects]]\nname = \"control/reference\"\n\n[[judges]]\nname = \"rule\"\n\n[aggregate]\nresamples = 100\n",
+            pack.display(),
+            cases.display()
+        ),
+    )
+    .expect("pipeline");
+    let run = dir.path().join("run");
+    ok(
+        cfeval(&["run", path(&pipeline), "--run-dir", path(&run)]),
+        "cfeval run",
+    );
+    let script = Arc::new(Mutex::new(Script::default()));
+    let server = server(script.clone());
+    let judge = "rubric:vllm/rubric-judge";
+    ok(
+        cfeval(&[
+            "judge",
+            "--run",
+            path(&run),
+            "--judge",
+            judge,
+            "--base-url",
+            &server.openai_base_url(),
+        ]),
+        "rubric judge",
+    );
+    let judgments: Vec<JudgmentRow> = rows::<JudgmentRow>(&run)
+        .into_iter()
+        .filter(|row| row.judge == judge)
+        .collect();
+    let composites: Vec<&JudgmentRow> = judgments
+        .iter()
+        .filter(|row| row.metric == "rubric.composite")
+        .collect();
+    assert!(!composites.is_empty());
+    for row in &composites {
+        assert_eq!(row.status, "ok", "{:?}", row.error);
+        assert_eq!(row.label.as_deref(), Some("diagnosis"), "the pack's profile");
+    }
+    for metric in ["rubric.4", "rubric.5.5b", "rubric.6.6c"] {
+        assert!(
+            judgments
+                .iter()
+                .filter(|row| row.metric == metric)
+                .all(|row| row.label.as_deref() == Some("na") && row.score.is_none()),
+            "{metric} is N/A on a single-turn single encounter"
+        );
+    }
+    let seen = script.lock().expect("script").seen.clone();
+    let items: Vec<String> = seen
+        .values()
+        .flat_map(|data| data["safety_items"].as_array().cloned().unwrap_or_default())
+        .filter_map(|item| item["error"].as_str().map(str::to_string))
+        .collect();
+    let variants: Vec<VariantRow> = rows(&run);
+    if variants
+        .iter()
+        .any(|variant| variant.intervention == "F3" && variant.applicable)
+    {
+        assert!(
+            items.iter().any(|item| item.contains("haemodynamic instability")),
+            "the red-flag variant's escalation item reached the judge"
+        );
+    }
+    // Every case whose diagnosis is one of the pack's must-not-miss ones
+    // carries the item on every response (the scripted judge finds each
+    // item present: all of them are flagged).
+    let must_not_miss = items.iter().filter(|item| item.contains("must-not-miss")).count();
+    let flagged = judgments
+        .iter()
+        .filter(|row| row.metric == "rubric.safety_flag" && row.label.as_deref() == Some("flagged"))
+        .count();
+    assert!(flagged >= must_not_miss.min(1));
+}

@@ -23,9 +23,10 @@ pub const RUBRIC_PROMPT: &str = include_str!("../../../../data/rubrics/prompts/r
 const SLOT: &str = "{{response_json}}";
 /// Longest chart and answer text passed to the judge (characters).
 const MAX_TEXT_CHARS: usize = 6_000;
-/// The longest quote and justification the schema allows (characters).
-const QUOTE_CHARS: u64 = 160;
-const JUSTIFICATION_CHARS: u64 = 200;
+/// The longest quote and justification the schema allows (characters): a
+/// short passage and one sentence.
+const QUOTE_CHARS: u64 = 80;
+const JUSTIFICATION_CHARS: u64 = 120;
 
 /// One sub-dimension to score, and the N/A rules a rater may apply to it.
 #[derive(Debug, Clone)]
@@ -252,11 +253,13 @@ impl ResponseInput<'_> {
         })
     }
 
-    /// A token budget that holds the longest answer the schema allows.
+    /// A token budget that holds the longest answer the schema allows,
+    /// counting a token per character of every string (what a model that
+    /// repeats itself spends) and the keys and punctuation around them.
     pub fn max_tokens(&self) -> u32 {
-        let per_item = (QUOTE_CHARS + JUSTIFICATION_CHARS) / 3 + 24;
-        let per_safety = QUOTE_CHARS / 3 + 16;
-        (self.asks.len() as u64 * per_item + self.safety.len() as u64 * per_safety + 32).min(8_000) as u32
+        let per_item = QUOTE_CHARS + JUSTIFICATION_CHARS + 40;
+        let per_safety = QUOTE_CHARS + 20;
+        (self.asks.len() as u64 * per_item + self.safety.len() as u64 * per_safety + 32).min(16_000) as u32
     }
 
     /// Parses and validates the judge's answer strictly: one object with
@@ -580,6 +583,8 @@ pub struct RubricJudge {
     pub model: String,
     client: Arc<ModelClient>,
     prompt: RubricPrompt,
+    /// Caps the answer's tokens (default: what the schema's longest answer needs).
+    max_tokens: Option<u32>,
 }
 
 impl std::fmt::Debug for RubricJudge {
@@ -601,7 +606,15 @@ impl RubricJudge {
             model,
             client,
             prompt: RubricPrompt::builtin()?,
+            max_tokens: None,
         })
+    }
+
+    /// Caps each answer at `max_tokens` (an answer cut short is invalid and
+    /// retried once, then a judge failure).
+    pub fn with_max_tokens(mut self, max_tokens: Option<u32>) -> Self {
+        self.max_tokens = max_tokens.map(|cap| cap.max(1));
+        self
     }
 
     pub fn prompt_hash(&self) -> &str {
@@ -618,7 +631,10 @@ impl RubricJudge {
         let params = ChatParams {
             temperature: Some(0.0),
             seed: Some(0),
-            max_tokens: Some(input.max_tokens()),
+            max_tokens: Some(
+                self.max_tokens
+                    .map_or(input.max_tokens(), |cap| cap.min(input.max_tokens())),
+            ),
             response_format: Some(ResponseFormat::JsonSchema {
                 name: "rubric_scores".into(),
                 schema: input.schema(),

@@ -269,7 +269,8 @@ pub(crate) fn run(
         diagnoses: &diagnoses,
         plans: &plans,
     };
-    let chunk = config.chunk.max(1);
+    // One long call per response: small chunks, so that progress shows.
+    let chunk = (config.concurrency.max(1) * 2).min(config.chunk.max(1));
     let mut pending = Vec::new();
     for batch in stores
         .responses
@@ -478,6 +479,42 @@ impl Context<'_> {
 mod tests {
     use super::*;
     use cfeval_schema::{ResponseRow, Table, VariantRow};
+
+    #[test]
+    fn a_diagnosis_pack_without_rubric_settings_is_refused_by_name() {
+        let shipped =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/general-medicine");
+        let dir = tempfile::tempdir().expect("tempdir");
+        for entry in std::fs::read_dir(&shipped).expect("pack") {
+            let entry = entry.expect("entry");
+            if entry.file_type().expect("type").is_dir() {
+                let target = dir.path().join(entry.file_name());
+                std::fs::create_dir_all(&target).expect("mkdir");
+                for inner in std::fs::read_dir(entry.path()).expect("dir") {
+                    let inner = inner.expect("entry");
+                    std::fs::copy(inner.path(), target.join(inner.file_name())).expect("copy");
+                }
+            } else if entry.file_name() != "rubric.yaml" {
+                std::fs::copy(entry.path(), dir.path().join(entry.file_name())).expect("copy");
+            }
+        }
+        let rubric = Rubric::builtin().expect("rubric");
+        let bare = Pack::load(dir.path()).expect("a pack without rubric.yaml loads");
+        let error = pack_rubric(Some(&bare), &rubric)
+            .expect_err("no rubric settings")
+            .to_string();
+        assert!(error.contains("has no rubric.yaml"), "{error}");
+        let full = Pack::load(&shipped).expect("the shipped pack");
+        assert_eq!(
+            pack_rubric(Some(&full), &rubric).expect("settings").profile,
+            "diagnosis"
+        );
+        // A run without a pack is the built-in oncology's.
+        assert_eq!(
+            pack_rubric(None, &rubric).expect("built in").profile,
+            "management"
+        );
+    }
 
     #[test]
     fn the_columns_read_are_columns_of_the_tables() {
