@@ -268,6 +268,15 @@ fn judge_only_rerun_calls_no_subject_and_keeps_earlier_judgments() {
         "{message}"
     );
     assert_eq!(server.requests_for_model("gpt-5"), 0);
+    // The rubric judge is held to the same guard.
+    let refused = cfeval_env(
+        &["judge", "--run", path(&run), "--judge", "rubric:openai/gpt-5"],
+        &key,
+    );
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("family `openai`"), "{message}");
+    assert_eq!(server.requests_for_model("gpt-5"), 0);
 
     // A new judge from another family: judged with zero subject calls.
     let report = ok(

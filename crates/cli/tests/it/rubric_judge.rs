@@ -236,8 +236,19 @@ fn rubric_scores_match_hand_computation_for_every_profile() {
     let (profiles, domains) = rubric_tables();
     assert_eq!(profiles.len(), 4);
     let judge = "rubric:vllm/rubric-judge";
+    let mut calls_after_first = None;
     for profile in profiles.keys() {
         let report = ok(rubric_judge(&run, judge, &url, profile), "rubric judge");
+        // The profile is cfeval's arithmetic, not the judge's: another
+        // profile asks the same questions, answered from the response cache.
+        match calls_after_first {
+            None => calls_after_first = Some(server.requests()),
+            Some(calls) => assert_eq!(
+                server.requests(),
+                calls,
+                "profile {profile} was served from the cache"
+            ),
+        }
         let report: Value = serde_json::from_str(report.trim()).expect("report");
         let judgments: Vec<JudgmentRow> = rows::<JudgmentRow>(&run)
             .into_iter()
