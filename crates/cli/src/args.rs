@@ -42,6 +42,8 @@ pub enum Command {
     /// Compare two runs of one catalog (before/after): per tuple fixed,
     /// regressed or same; paired differences B − A with CIs; McNemar tests.
     Compare(CompareArgs),
+    /// Write a run in another tool's format.
+    Export(ExportArgs),
     /// Run a pipeline file, resuming what is already done.
     Run(RunArgs),
     /// Say what is done, partial, stale or damaged in a run.
@@ -214,8 +216,10 @@ pub enum ImportCommand {
     /// `responses`: each row names a variant (`variant_id`, or `case_id` and
     /// `intervention`), a `subject` and the answer's `text`; optional `mode`,
     /// `sample`, `input_tokens`, `output_tokens`, `latency_ms`,
-    /// `finish_reason`. Rows that do not fit go to `cases_quarantine` with
-    /// their line and reason.
+    /// `finish_reason`, `error`. Inspect AI logs (`.eval`, or a `.json` log)
+    /// are read too: each sample's final answer, under the log's model.
+    /// Rows that do not fit go to `cases_quarantine` with their line (or
+    /// sample) and reason.
     Responses(ImportResponsesArgs),
 }
 
@@ -230,7 +234,8 @@ pub struct ImportResponsesArgs {
     /// Replace the run's responses of an imported subject × mode.
     #[arg(long)]
     pub replace: bool,
-    /// The file: JSONL, or CSV (by its `.csv` extension).
+    /// The file: JSONL, CSV (by its `.csv` extension), or an Inspect log
+    /// (`.eval`, or a `.json` document with `eval` and `samples`).
     pub file: PathBuf,
 }
 
@@ -394,6 +399,31 @@ pub struct AggregateArgs {
     /// metric, score 1–5 or `na`, rater) to set the rubric judges against.
     #[arg(long)]
     pub rubric_labels: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub command: ExportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Every subject × mode of a run as an Inspect AI log (`.eval`), for
+    /// Inspect View: transcripts, agent traces and judge verdicts.
+    Inspect(ExportInspectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportInspectArgs {
+    /// The run folder.
+    pub run: PathBuf,
+    /// The folder to write the logs into (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Export only this subject (repeatable; default every subject).
+    #[arg(long = "subject")]
+    pub subjects: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,9 @@
 //! (`variant_id`, or `case_id` + `intervention`), a subject (a column or
 //! `--subject`) and the answer's `text`; optional `mode` (`single_shot`,
 //! default, or `agent`), `sample` (0), `input_tokens`, `output_tokens`,
-//! `latency_ms`, `finish_reason`. A row that does not fit — unknown
+//! `latency_ms`, `finish_reason`, `error` (an answer that failed: an error
+//! row). Inspect AI logs are read by [`crate::import_inspect`], one row per
+//! sample. A row that does not fit — unknown
 //! variant, a not-applicable one, a missing text or subject, a field of the
 //! wrong type, a tuple given twice — is a `cases_quarantine` row (stage
 //! `import`) with its file, line and reason; nothing is dropped silently.
@@ -49,10 +51,18 @@ struct Known {
     applicable: bool,
 }
 
+/// A file's rows as read: a row, or a problem at a line (or sample).
+pub(crate) type ReadRows = Vec<Result<Row, (u64, String)>>;
+
 /// One row of the file, as read.
-struct Row {
-    line: u64,
-    fields: serde_json::Map<String, Value>,
+pub(crate) struct Row {
+    /// The line (of a JSONL or CSV file), or the sample's position (of an
+    /// Inspect log).
+    pub line: u64,
+    pub fields: serde_json::Map<String, Value>,
+    /// Where in the file the row came from, when a line does not say it
+    /// (an Inspect log's sample entry).
+    pub origin: Option<String>,
 }
 
 fn text_field<'a>(row: &'a Row, name: &str) -> Result<Option<&'a str>, String> {
@@ -84,7 +94,10 @@ fn number_field(row: &Row, name: &str) -> Result<Option<u64>, String> {
 
 /// Reads the file's rows (JSONL, or CSV with a header), each with its line;
 /// a line that cannot be read is returned as a problem instead.
-fn read_rows(path: &Path) -> anyhow::Result<Vec<Result<Row, (u64, String)>>> {
+fn read_rows(path: &Path, subject_given: bool) -> anyhow::Result<ReadRows> {
+    if let Some(rows) = crate::import_inspect::read_rows(path, subject_given)? {
+        return Ok(rows);
+    }
     let is_csv = path
         .extension()
         .is_some_and(|extension| extension.eq_ignore_ascii_case("csv"));
@@ -104,7 +117,11 @@ fn read_rows(path: &Path) -> anyhow::Result<Vec<Result<Row, (u64, String)>>> {
                         .zip(record.iter())
                         .map(|(name, value)| (name.clone(), Value::String(value.to_string())))
                         .collect();
-                    rows.push(Ok(Row { line, fields }));
+                    rows.push(Ok(Row {
+                        line,
+                        fields,
+                        origin: None,
+                    }));
                 }
                 Err(error) => {
                     let line = error.position().map_or(0, csv::Position::line);
@@ -120,7 +137,11 @@ fn read_rows(path: &Path) -> anyhow::Result<Vec<Result<Row, (u64, String)>>> {
                 continue;
             }
             match serde_json::from_str::<Value>(line) {
-                Ok(Value::Object(fields)) => rows.push(Ok(Row { line: number, fields })),
+                Ok(Value::Object(fields)) => rows.push(Ok(Row {
+                    line: number,
+                    fields,
+                    origin: None,
+                })),
                 Ok(_) => rows.push(Err((number, "not a JSON object".to_string()))),
                 Err(error) => rows.push(Err((number, format!("not JSON: {error}")))),
             }
@@ -199,7 +220,7 @@ pub fn import_responses(args: &ImportResponsesArgs, out: &mut dyn Write) -> anyh
     // (subject, mode) → rows, in file order; a tuple's first line.
     let mut units: BTreeMap<(String, String), Vec<ResponseRow>> = BTreeMap::new();
     let mut seen: HashMap<(String, String, String, u32), u64> = HashMap::new();
-    for item in read_rows(&args.file)? {
+    for item in read_rows(&args.file, args.subject.is_some())? {
         report.rows += 1;
         let row = match item {
             Ok(row) => row,
@@ -235,6 +256,10 @@ pub fn import_responses(args: &ImportResponsesArgs, out: &mut dyn Write) -> anyh
                     .push(response);
             }
             Err(reason) => {
+                let reason = match &row.origin {
+                    Some(origin) => format!("{origin}: {reason}"),
+                    None => reason,
+                };
                 let excerpt = serde_json::to_string(&row.fields)
                     .ok()
                     .map(|text| text.chars().take(200).collect());
@@ -351,7 +376,12 @@ fn build_row(
     let sample = u32::try_from(sample).map_err(|_| format!("`sample` {sample} is too large"))?;
     let text = text_field(row, "text")?;
     let finish_reason = text_field(row, "finish_reason")?.map(normalize_finish_reason);
+    let failure = text_field(row, "error")?;
     let (status, error) = match (&text, finish_reason.as_deref()) {
+        _ if failure.is_some() => (
+            ResponseStatus::Error,
+            failure.map(|failure| format!("the imported answer failed: {failure}")),
+        ),
         (None, _) => (
             ResponseStatus::Empty,
             Some("the imported answer has no text".to_string()),

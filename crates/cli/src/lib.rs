@@ -9,7 +9,9 @@ mod aggregate_cmd;
 mod args;
 mod compare_cmd;
 mod driver;
+mod export_inspect;
 mod import_cmd;
+mod import_inspect;
 mod infer_cmd;
 mod inspect;
 mod judge_cmd;
@@ -80,6 +82,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Judge(args) => judge_cmd::judge(&args, &mut std::io::stdout().lock()),
         Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),
         Command::Compare(args) => compare_cmd::compare(&args, &mut std::io::stdout().lock()),
+        Command::Export(args) => match &args.command {
+            args::ExportCommand::Inspect(args) => export_inspect::export(args, &mut std::io::stdout().lock()),
+        },
         Command::Run(args) => driver::run(&args, &mut std::io::stdout().lock()),
     }
 }

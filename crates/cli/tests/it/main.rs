@@ -10,6 +10,7 @@ mod driver;
 mod import;
 mod infer_resume;
 mod inspect;
+mod inspect_logs;
 mod judge;
 mod packs;
 mod pipeline_files;
