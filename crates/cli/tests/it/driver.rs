@@ -15,12 +15,12 @@ use cfeval_model::testing::{BackgroundServer, ServerConfig};
 /// Calls in flight for the HTTP subject.
 const CONCURRENCY: u64 = 2;
 const KILLS: usize = 20;
-const SUBJECT_MODEL: &str = "driver-model";
+pub(crate) const SUBJECT_MODEL: &str = "driver-model";
 const JUDGE_MODEL: &str = "judge-model";
 
 /// A pipeline with two controls and one HTTP subject at `url`; `judges` is
 /// the judges' TOML.
-fn write_pipeline(dir: &Path, url: &str, judges: &str) -> PathBuf {
+pub(crate) fn write_pipeline(dir: &Path, url: &str, judges: &str) -> PathBuf {
     let text = format!(
         r#"[run]
 name = "driver"
@@ -56,7 +56,7 @@ resamples = 300
     path
 }
 
-const RULE_JUDGE: &str = "[[judges]]\nname = \"rule\"\n";
+pub(crate) const RULE_JUDGE: &str = "[[judges]]\nname = \"rule\"\n";
 
 fn run_command(cwd: &Path, pipeline: &Path, extra: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cfeval"));
@@ -78,7 +78,7 @@ fn run_command(cwd: &Path, pipeline: &Path, extra: &[&str]) -> Command {
 /// attempts, whether the answer came from the response cache).
 /// Applicable variants (baselines included: a subject's tuples) and how
 /// many distinct charts they hold (the requests a single-shot subject makes).
-fn chart_counts(run: &Path) -> (u64, u64) {
+pub(crate) fn chart_counts(run: &Path) -> (u64, u64) {
     let store = cfeval_schema::ShardStore::open_table::<cfeval_schema::VariantRow>(run).expect("variants");
     let (mut applicable, mut charts) = (0, std::collections::HashSet::new());
     for batch in store.read_rows::<cfeval_schema::VariantRow>().expect("read") {
@@ -100,7 +100,7 @@ fn chart_counts(run: &Path) -> (u64, u64) {
     (applicable, charts.len() as u64)
 }
 
-fn tables(run: &Path) -> BTreeMap<String, Vec<String>> {
+pub(crate) fn tables(run: &Path) -> BTreeMap<String, Vec<String>> {
     let mut tables = BTreeMap::new();
     for table in [
         "cases",
@@ -137,7 +137,7 @@ fn tables(run: &Path) -> BTreeMap<String, Vec<String>> {
     tables
 }
 
-fn assert_same_tables(
+pub(crate) fn assert_same_tables(
     expected: &BTreeMap<String, Vec<String>>,
     actual: &BTreeMap<String, Vec<String>>,
     what: &str,
@@ -156,7 +156,7 @@ fn assert_same_tables(
     }
 }
 
-fn verdict_server() -> BackgroundServer {
+pub(crate) fn verdict_server() -> BackgroundServer {
     let responder: cfeval_model::testing::Responder = Arc::new(
         |model: &str, _prompt: &str, _seed: Option<u64>| {
             if model == JUDGE_MODEL {
@@ -186,15 +186,15 @@ fn stage_line(stdout: &str, prefix: &str) -> String {
         .to_string()
 }
 
-struct Clean {
-    dir: tempfile::TempDir,
-    pipeline: PathBuf,
-    tables: BTreeMap<String, Vec<String>>,
-    calls: u64,
-    seconds: f64,
+pub(crate) struct Clean {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) pipeline: PathBuf,
+    pub(crate) tables: BTreeMap<String, Vec<String>>,
+    pub(crate) calls: u64,
+    pub(crate) seconds: f64,
 }
 
-fn clean_run(server: &BackgroundServer) -> Clean {
+pub(crate) fn clean_run(server: &BackgroundServer) -> Clean {
     let dir = tempfile::tempdir().expect("tempdir");
     let pipeline = write_pipeline(dir.path(), &server.openai_base_url(), RULE_JUDGE);
     let before = server.requests_for_model(SUBJECT_MODEL);

@@ -15,6 +15,7 @@ mod judge;
 mod packs;
 mod pipeline_files;
 mod python_readers;
+mod recipes;
 mod rubric;
 mod rubric_judge;
 mod samples;
