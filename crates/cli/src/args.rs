@@ -356,6 +356,25 @@ pub struct InferArgs {
     /// Mode dialogue: the patient's tokens per reply.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub patient_max_tokens: u32,
+    /// Send the requests through the provider's batch endpoints (OpenAI
+    /// or Anthropic; single-shot; half the price), poll until they are
+    /// answered, then build the rows from the cache. Resumes a batch an
+    /// earlier process submitted (state in `RUN/batches/`).
+    #[arg(long)]
+    pub batch: bool,
+    /// Batch mode: seconds between two polls.
+    #[arg(long, default_value_t = 30.0, value_parser = positive_seconds)]
+    pub batch_poll_secs: f64,
+}
+
+/// A number of seconds in (0, 86400].
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|_| format!("`{text}` is not a number"))?;
+    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+        Ok(value)
+    } else {
+        Err(format!("{value} seconds is not in (0, 86400]"))
+    }
 }
 
 #[derive(Debug, Args)]

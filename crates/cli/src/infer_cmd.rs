@@ -51,6 +51,10 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         dialogue: matches!(args.mode, ModeArg::Dialogue)
             .then(|| dialogue_setup(args, &subject))
             .transpose()?,
+        batch: args.batch.then(|| cfeval_infer::BatchMode {
+            poll: std::time::Duration::from_secs_f64(args.batch_poll_secs),
+            ..cfeval_infer::BatchMode::default()
+        }),
         ..Config::default()
     };
     let report = cfeval_infer::run(&config, subject, &args.run)?;

@@ -143,6 +143,8 @@ pub struct SubjectPlan {
     pub samples: u32,
     /// The prompt set (`neutral`, the default, or `cued`).
     pub prompt_set: String,
+    /// Batch mode (`batch = true`): its poll interval and batch size.
+    pub batch: Option<cfeval_infer::BatchMode>,
 }
 
 impl SubjectPlan {
@@ -337,6 +339,11 @@ struct RawSubject {
     temperature: Option<Spanned<f64>>,
     samples: Option<Spanned<u32>>,
     prompt_set: Option<Spanned<String>>,
+    /// Send the subject's single-shot requests through the provider's
+    /// batch endpoints.
+    batch: Option<Spanned<bool>>,
+    batch_poll_secs: Option<Spanned<f64>>,
+    batch_max_requests: Option<Spanned<usize>>,
 }
 
 #[derive(Deserialize)]
@@ -946,6 +953,65 @@ impl Checker<'_> {
         }))
     }
 
+    /// A subject's batch mode: only a model subject on an HTTP protocol with
+    /// batch endpoints, in single-shot mode; a positive poll interval and
+    /// batch size.
+    fn batch(
+        &self,
+        raw: &RawSubject,
+        name: &str,
+        runs: &[ModeRun],
+    ) -> Result<Option<cfeval_infer::BatchMode>, PipelineError> {
+        let on = raw.batch.as_ref().is_some_and(|value| *value.get_ref());
+        let Some(switch) = raw.batch.as_ref().filter(|_| on) else {
+            for (key, span) in [
+                (
+                    "batch-poll-secs",
+                    raw.batch_poll_secs.as_ref().map(|value| value.span().start),
+                ),
+                (
+                    "batch-max-requests",
+                    raw.batch_max_requests.as_ref().map(|value| value.span().start),
+                ),
+            ] {
+                if let Some(start) = span {
+                    return Err(self.at(start, format!("subject `{name}`: {key} needs batch = true")));
+                }
+            }
+            return Ok(None);
+        };
+        if SubjectKind::is_control(name) || name.starts_with(cfeval_schema::vocab::EMBEDDED_PREFIX) {
+            return Err(self.spanned(
+                switch,
+                format!("subject `{name}`: batch = true is for models behind an API with batch endpoints (OpenAI-compatible or Anthropic), not a control or an embedded model"),
+            ));
+        }
+        if let Some(run) = runs.iter().find(|run| run.mode != cfeval_infer::Mode::SingleShot) {
+            return Err(self.spanned(
+                switch,
+                format!(
+                    "subject `{name}`: batch = true answers single_shot only, not {} (its answers take several calls in turn)",
+                    run.mode.as_str()
+                ),
+            ));
+        }
+        let mut mode = cfeval_infer::BatchMode::default();
+        if let Some(poll) = &raw.batch_poll_secs {
+            let secs = *poll.get_ref();
+            if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+                return Err(self.spanned(poll, format!("batch-poll-secs {secs} is not in (0, 86400]")));
+            }
+            mode.poll = std::time::Duration::from_secs_f64(secs);
+        }
+        if let Some(size) = &raw.batch_max_requests {
+            if *size.get_ref() == 0 {
+                return Err(self.spanned(size, "batch-max-requests must be at least 1"));
+            }
+            mode.max_requests = *size.get_ref();
+        }
+        Ok(Some(mode))
+    }
+
     fn temperature(&self, value: Option<&Spanned<f64>>, default: f64) -> Result<f64, PipelineError> {
         match value {
             Some(value) if !(0.0..=2.0).contains(value.get_ref()) => {
@@ -1254,7 +1320,7 @@ impl Checker<'_> {
                     .map_err(|error| self.spanned(&raw.name, error.to_string()))?;
             }
         }
-        let runs = modes
+        let runs: Vec<ModeRun> = modes
             .iter()
             .map(|&mode| ModeRun {
                 mode,
@@ -1288,7 +1354,9 @@ impl Checker<'_> {
         if let Some(env) = &raw.api_key_env {
             self.env_name(env)?;
         }
+        let batch = self.batch(raw, &name, runs.as_slice())?;
         Ok(SubjectPlan {
+            batch,
             name,
             runs,
             base_url: raw.base_url.as_ref().map(|value| value.get_ref().clone()),

@@ -38,4 +38,7 @@ pub enum Error {
     /// expected: every task's tuple is kept until it ends).
     #[error("an answering task failed and its tuple is unknown: {0}")]
     Task(String),
+    /// Batch mode asked of a subject or mode that cannot use it.
+    #[error("{0}")]
+    Batch(String),
 }

@@ -32,6 +32,6 @@ pub use error::{Error, Result};
 pub use prompt::{Prompts, extract_recommendation};
 pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
 pub use run::{
-    Config, DEFAULT_MAX_TRIES, DialogueSetup, Report, Slice, answers, answers_variant, fingerprint, run,
-    run_async, unit,
+    BatchMode, Config, DEFAULT_MAX_TRIES, DialogueSetup, Report, Slice, answers, answers_variant,
+    batch_state_path, fingerprint, run, run_async, unit,
 };

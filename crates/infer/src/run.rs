@@ -122,6 +122,45 @@ pub struct Config {
     pub progress: Option<Progress>,
     /// The patient agent and interaction limit of mode `dialogue`.
     pub dialogue: Option<DialogueSetup>,
+    /// Send the unit's requests through the provider's batch endpoints
+    /// first (single-shot model subjects; see [`cfeval_model::batch`]).
+    /// Not part of the fingerprint: a batch and a live sweep are the same
+    /// answers.
+    pub batch: Option<BatchMode>,
+}
+
+/// How a unit's requests go through the batch endpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchMode {
+    /// Time between two polls of a running batch.
+    pub poll: std::time::Duration,
+    /// Requests per batch, at most.
+    pub max_requests: usize,
+}
+
+impl Default for BatchMode {
+    fn default() -> Self {
+        Self {
+            poll: cfeval_model::batch::BatchSettings::DEFAULT_POLL,
+            max_requests: cfeval_model::batch::BatchSettings::DEFAULT_MAX_REQUESTS,
+        }
+    }
+}
+
+/// Where a unit's batch state lives: `RUN/batches/<unit>.json`, the unit's
+/// `/` and `=` made file-name safe.
+pub fn batch_state_path(run_dir: &Path, unit: &str) -> std::path::PathBuf {
+    let name: String = unit
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    run_dir.join("batches").join(format!("{name}.json"))
 }
 
 /// What mode `dialogue` needs besides the pack: the patient agent (a model;
@@ -201,6 +240,7 @@ impl Default for Config {
             max_tries: DEFAULT_MAX_TRIES,
             progress: None,
             dialogue: None,
+            batch: None,
         }
     }
 }
@@ -230,6 +270,9 @@ pub struct Report {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
+    /// What the batch endpoints did, in batch mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<cfeval_model::batch::BatchReport>,
 }
 
 #[derive(Serialize)]
@@ -563,6 +606,20 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         // The unit is being worked on again: until it completes, it is partial.
         responses.mark_incomplete(&unit)?;
     }
+    if let Some(batch) = &config.batch {
+        report.batch = Some(
+            prefill_batch(
+                config,
+                batch,
+                &subject,
+                &variants,
+                &done,
+                &previous,
+                &batch_state_path(run_dir, &unit),
+            )
+            .await?,
+        );
+    }
     let mut lock = cfeval_schema::lineage::RowCatalogLock::new(None, config.allow_mixed_catalogs);
     // The responses carry the catalog of the variants they answer (the
     // catalog lock later stages check), when the variants share one.
@@ -654,6 +711,78 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         .cloned()
         .collect();
     responses.mark_complete(&unit, &fingerprint, &entries)?;
+    Ok(report)
+}
+
+/// Batch mode: every request the unit is about to make (tuples not done,
+/// and those due a retry) sent through the batch endpoints into the
+/// subject's cache, so that the window below finds them there.
+async fn prefill_batch(
+    config: &Config,
+    batch: &BatchMode,
+    subject: &Subject,
+    variants: &ShardStore,
+    done: &HashSet<TupleKey>,
+    previous: &HashMap<TupleKey, Tried>,
+    state: &Path,
+) -> Result<cfeval_model::batch::BatchReport> {
+    let Subject::Model { client, name, .. } = subject else {
+        return Err(Error::Batch(format!(
+            "{}: a control answers in process; batch mode is for model subjects",
+            subject.name()
+        )));
+    };
+    if config.mode != Mode::SingleShot {
+        return Err(Error::Batch(format!(
+            "{name}: batch mode answers single_shot only (an {} answer needs several calls in turn)",
+            config.mode.as_str()
+        )));
+    }
+    let mut planned = Vec::new();
+    for rows in variants.read_rows::<VariantRow>()? {
+        for variant in rows? {
+            if !answers(config.slice, &config.families, &variant) {
+                continue;
+            }
+            for sample in 0..config.samples.max(1) {
+                let key = (variant.variant_id.clone(), sample);
+                let due = match previous.get(&key) {
+                    Some(tried) => {
+                        tried.status != ResponseStatus::Ok.as_str() && tried.tries < config.max_tries
+                    }
+                    None => !done.contains(&key),
+                };
+                if due {
+                    let settings = config.settings.for_sample(sample);
+                    planned.push((
+                        Some(variant.variant_id.clone()),
+                        crate::respond::single_shot_request(&variant, &config.prompts, &settings),
+                    ));
+                }
+            }
+        }
+    }
+    let settings = cfeval_model::batch::BatchSettings {
+        state: state.to_path_buf(),
+        poll: batch.poll,
+        max_requests: batch.max_requests,
+    };
+    let report = cfeval_model::batch::prefill(client, planned, &settings)
+        .await
+        .map_err(|source| Error::Subject {
+            subject: name.clone(),
+            source,
+        })?;
+    tracing::info!(
+        subject = %name,
+        requests = report.requests,
+        cached = report.cached,
+        submitted = report.submitted,
+        resumed = report.resumed,
+        answered = report.answered,
+        failed = report.failed,
+        "batch done"
+    );
     Ok(report)
 }
 

@@ -102,6 +102,19 @@ struct Counters {
     cost_nano_usd: AtomicU64,
 }
 
+impl Counters {
+    /// Counts an answer's tokens and cost.
+    fn spend(&self, usage: &Usage, cost_usd: Option<f64>) {
+        self.input_tokens.fetch_add(usage.input_tokens, Ordering::Relaxed);
+        self.output_tokens
+            .fetch_add(usage.output_tokens, Ordering::Relaxed);
+        if let Some(cost) = cost_usd {
+            self.cost_nano_usd
+                .fetch_add((cost * 1e9).round() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A subject ready for a sweep. Cheap to clone; clones share limits, cache, journal and
 /// counters, so one client per endpoint bounds that endpoint's load.
 #[derive(Clone)]
@@ -259,6 +272,57 @@ impl ModelClient {
         CacheKey::new(self.identity(), request)
     }
 
+    /// The backend's batch endpoints, if it has them ([`crate::batch`]).
+    pub fn batch_backend(&self) -> Option<&dyn crate::backend::batch::BatchBackend> {
+        self.inner.backend.batch()
+    }
+
+    /// The response cache, if the client has one.
+    pub fn response_cache(&self) -> Option<&ResponseCache> {
+        self.inner.cache.as_ref()
+    }
+
+    /// The price per token, if known.
+    pub fn price(&self) -> Option<Price> {
+        self.inner.price
+    }
+
+    /// Records an answer made outside [`Self::chat`] (a batch result) as a
+    /// live call would: into the response cache and the journal (attempts
+    /// 1, `cost_usd` the given one), and into the client's counters.
+    pub async fn record_answer(
+        &self,
+        key: &CacheKey,
+        tag: Option<&str>,
+        response: &ChatResponse,
+        cost_usd: Option<f64>,
+    ) -> Result<()> {
+        let inner = &self.inner;
+        inner.counters.spend(&response.usage, cost_usd);
+        if let Some(cache) = &inner.cache {
+            cache.put(key, self.identity(), response).await?;
+        }
+        if let Some(journal) = &inner.journal {
+            let identity = self.identity();
+            journal
+                .append(&JournalRecord {
+                    key: key.to_hex(),
+                    subject: identity.subject.clone(),
+                    model: identity.model.clone(),
+                    tag: tag.map(str::to_string),
+                    unix_ms: unix_ms(),
+                    attempts: 1,
+                    latency_ms: 0,
+                    outcome: CallOutcome::Ok {
+                        response: response.clone(),
+                        cost_usd,
+                    },
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
     pub fn stats(&self) -> ClientStats {
         let counters = &self.inner.counters;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
@@ -391,18 +455,7 @@ impl ModelClient {
         let outcome = match &result {
             Ok(response) => {
                 let cost_usd = inner.price.map(|price| price.cost(&response.usage));
-                let counters = &inner.counters;
-                counters
-                    .input_tokens
-                    .fetch_add(response.usage.input_tokens, Ordering::Relaxed);
-                counters
-                    .output_tokens
-                    .fetch_add(response.usage.output_tokens, Ordering::Relaxed);
-                if let Some(cost) = cost_usd {
-                    counters
-                        .cost_nano_usd
-                        .fetch_add((cost * 1e9).round() as u64, Ordering::Relaxed);
-                }
+                inner.counters.spend(&response.usage, cost_usd);
                 if let Some(cache) = &inner.cache
                     && let Err(err) = cache.put(&key, identity, response).await
                 {

@@ -34,6 +34,7 @@
 //! ```
 
 pub mod backend;
+pub mod batch;
 pub mod cache;
 mod client;
 pub mod error;

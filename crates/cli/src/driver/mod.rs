@@ -339,6 +339,10 @@ pub fn infer_config(
                 // The subject's own options, checked when the pipeline was read.
                 .with_options_of(&subject.name)
             }),
+        batch: subject
+            .batch
+            .clone()
+            .filter(|_| run.mode == cfeval_infer::Mode::SingleShot),
         ..cfeval_infer::Config::default()
     }
 }

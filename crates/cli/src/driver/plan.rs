@@ -243,7 +243,7 @@ fn print_plan(
         let prompts = Prompts::named(&subject.prompt_set).unwrap_or_default();
         for run in &subject.runs {
             let key = (subject.name.clone(), run.mode.as_str().to_string());
-            let unit = plan_unit(
+            let mut unit = plan_unit(
                 subject,
                 run.mode,
                 &run.families,
@@ -259,12 +259,18 @@ fn print_plan(
                     .or_else(|| prices.lookup(SubjectName::model_of(&subject.name))),
                 dialogue_calls(pipeline, &subject.name),
             )?;
+            if subject.batch.is_some() {
+                // The providers' batch endpoints charge half.
+                unit.cost = unit.cost.map(|cost| cost / 2.0);
+            }
             total_calls += unit.calls;
             total_cost += unit.cost.unwrap_or(0.0);
             // The calls in flight the unit will keep (the client's limit; the
-            // embedded model answers one at a time).
+            // embedded model answers one at a time; a batch sends them all).
             let in_flight = if subject.is_control() {
                 "-".to_string()
+            } else if subject.batch.is_some() {
+                "batch".to_string()
             } else if cfeval_schema::vocab::SubjectKind::is_embedded(&subject.name) {
                 "1".to_string()
             } else {

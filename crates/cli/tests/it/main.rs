@@ -2,6 +2,7 @@
 
 mod answers;
 mod bad_inputs;
+mod batch;
 mod compare;
 mod concurrency;
 mod corruption;

@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::batch;
 use super::http::{HttpTransport, count};
 use super::{BackendIdentity, BoxFuture, ChatBackend};
 use crate::error::{Error, Result};
@@ -54,6 +55,10 @@ impl ChatBackend for AnthropicBackend {
         &self.identity
     }
 
+    fn batch(&self) -> Option<&dyn batch::BatchBackend> {
+        Some(self)
+    }
+
     fn send<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
             let (body, format_tool) = build_body(&self.config, request)?;
@@ -67,6 +72,180 @@ impl ChatBackend for AnthropicBackend {
                 .post_json(&self.config, &self.url, &headers, &secret, &body)
                 .await?;
             parse_response(&self.url, raw, format_tool.as_deref())
+        })
+    }
+}
+
+impl AnthropicBackend {
+    fn secret(&self) -> Vec<(&'static str, String)> {
+        match &self.config.api_key {
+            Some(key) => vec![("x-api-key", key.expose().to_string())],
+            None => Vec::new(),
+        }
+    }
+
+    fn batches_url(&self) -> String {
+        format!("{}/v1/messages/batches", self.config.base_url)
+    }
+}
+
+fn version_header() -> [(&'static str, String); 1] {
+    [("anthropic-version", ANTHROPIC_VERSION.to_string())]
+}
+
+impl batch::BatchBackend for AnthropicBackend {
+    fn prepare<'a>(&'a self, _items: &'a [batch::BatchItem]) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn create<'a>(
+        &'a self,
+        items: &'a [batch::BatchItem],
+        _prepared: Option<&'a str>,
+        _tag: &'a str,
+    ) -> BoxFuture<'a, Result<String>> {
+        Box::pin(async move {
+            let mut requests = Vec::with_capacity(items.len());
+            for item in items {
+                let (params, _) = build_body(&self.config, &item.request)?;
+                requests.push(json!({"custom_id": item.custom_id, "params": params}));
+            }
+            let url = self.batches_url();
+            let answer = self
+                .http
+                .post_json(
+                    &self.config,
+                    &url,
+                    &version_header(),
+                    &self.secret(),
+                    &json!({"requests": requests}),
+                )
+                .await?;
+            batch::created_id(url, &answer)
+        })
+    }
+
+    fn find<'a>(
+        &'a self,
+        _prepared: Option<&'a str>,
+        _tag: &'a str,
+        count: usize,
+        known: &'a [String],
+    ) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            // Newest first; the first page holds a batch made moments ago.
+            let url = format!("{}?limit=100", self.batches_url());
+            let page = self
+                .http
+                .get_json(&self.config, &url, &version_header(), &self.secret())
+                .await?;
+            let size = |batch: &Value| -> u64 {
+                ["processing", "succeeded", "errored", "canceled", "expired"]
+                    .iter()
+                    .map(|field| {
+                        batch
+                            .pointer(&format!("/request_counts/{field}"))
+                            .and_then(Value::as_u64)
+                            .unwrap_or(0)
+                    })
+                    .sum()
+            };
+            Ok(page
+                .get("data")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|batch| size(batch) == count as u64)
+                .filter_map(|batch| batch.get("id").and_then(Value::as_str))
+                .find(|id| !known.iter().any(|known| known == id))
+                .map(str::to_string))
+        })
+    }
+
+    fn poll<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<batch::BatchPoll>> {
+        Box::pin(async move {
+            let url = format!("{}/{id}", self.batches_url());
+            let batch = self
+                .http
+                .get_json(&self.config, &url, &version_header(), &self.secret())
+                .await?;
+            let counts = |field: &str| {
+                batch
+                    .pointer(&format!("/request_counts/{field}"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+            };
+            let done = counts("succeeded") + counts("errored") + counts("canceled") + counts("expired");
+            Ok(match batch.get("processing_status").and_then(Value::as_str) {
+                Some("ended") => match batch.get("results_url").and_then(Value::as_str) {
+                    Some(results) => batch::BatchPoll::Ended {
+                        results: results.to_string(),
+                    },
+                    None => batch::BatchPoll::Failed {
+                        reason: "the batch ended without a results_url".into(),
+                    },
+                },
+                _ => batch::BatchPoll::Running {
+                    done,
+                    total: done + counts("processing"),
+                },
+            })
+        })
+    }
+
+    fn results<'a>(
+        &'a self,
+        results: &'a str,
+        items: &'a [batch::BatchItem],
+    ) -> BoxFuture<'a, Result<batch::BatchResults>> {
+        Box::pin(async move {
+            let body = self
+                .http
+                .send(
+                    &self.config,
+                    reqwest::Method::GET,
+                    results,
+                    &version_header(),
+                    &self.secret(),
+                    None,
+                )
+                .await?;
+            let requests = batch::by_id(items);
+            let mut out = Vec::new();
+            for line in batch::jsonl(results, &body)? {
+                let Some(id) = line.get("custom_id").and_then(Value::as_str) else {
+                    continue;
+                };
+                let endpoint = format!("{} (batch result {id})", self.url);
+                let result = match (
+                    line.pointer("/result/type").and_then(Value::as_str),
+                    line.pointer("/result/message"),
+                ) {
+                    (Some("succeeded"), Some(message)) => {
+                        // The live call's reading: a JSON format emulated by a tool.
+                        let format_tool = match requests.get(id) {
+                            Some(request) => build_body(&self.config, request)?.1,
+                            None => None,
+                        };
+                        parse_response(&endpoint, message.clone(), format_tool.as_deref())
+                    }
+                    (kind, _) => Err(Error::Status {
+                        endpoint,
+                        status: 500,
+                        retry_after: None,
+                        body: self.config.redact(&format!(
+                            "batch result {}: {}",
+                            kind.unwrap_or("unknown"),
+                            line.pointer("/result/error/error/message")
+                                .or_else(|| line.pointer("/result/error/message"))
+                                .and_then(Value::as_str)
+                                .unwrap_or("no message")
+                        )),
+                    }),
+                };
+                out.push((id.to_string(), result));
+            }
+            Ok(out)
         })
     }
 }

@@ -51,9 +51,54 @@ impl HttpTransport {
         secret_headers: &[(&'static str, String)],
         body: &Value,
     ) -> Result<Value> {
+        let bytes = serde_json::to_vec(body).map_err(|err| Error::json("encode request", err))?;
+        let body = self
+            .send(
+                config,
+                reqwest::Method::POST,
+                url,
+                headers,
+                secret_headers,
+                Some(("application/json".into(), bytes)),
+            )
+            .await?;
+        parse_json(config, url, &body)
+    }
+
+    /// GETs `url` and parses the JSON answer.
+    pub(crate) async fn get_json(
+        &self,
+        config: &BackendConfig,
+        url: &str,
+        headers: &[(&'static str, String)],
+        secret_headers: &[(&'static str, String)],
+    ) -> Result<Value> {
+        let body = self
+            .send(config, reqwest::Method::GET, url, headers, secret_headers, None)
+            .await?;
+        parse_json(config, url, &body)
+    }
+
+    /// One request; the body of a 2xx answer, else a classified, redacted
+    /// error. `body` is the content type and bytes to send, if any.
+    pub(crate) async fn send(
+        &self,
+        config: &BackendConfig,
+        method: reqwest::Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        secret_headers: &[(&'static str, String)],
+        body: Option<(String, Vec<u8>)>,
+    ) -> Result<Vec<u8>> {
         let endpoint = url.to_string();
         let mut header_map = HeaderMap::new();
-        header_map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some((content_type, _)) = &body {
+            let value = HeaderValue::from_str(content_type).map_err(|_| Error::InvalidSetting {
+                what: "header content-type".into(),
+                reason: "not a valid header value".into(),
+            })?;
+            header_map.insert(CONTENT_TYPE, value);
+        }
         for (name, value) in headers.iter().chain(secret_headers) {
             let mut value = HeaderValue::from_str(value).map_err(|_| Error::InvalidSetting {
                 what: format!("header {name}"),
@@ -64,12 +109,11 @@ impl HttpTransport {
             }
             header_map.insert(HeaderName::from_static(name), value);
         }
-        let bytes = serde_json::to_vec(body).map_err(|err| Error::json("encode request", err))?;
-        let response = self
-            .client
-            .post(url)
-            .headers(header_map)
-            .body(bytes)
+        let mut builder = self.client.request(method, url).headers(header_map);
+        if let Some((_, bytes)) = body {
+            builder = builder.body(bytes);
+        }
+        let response = builder
             .send()
             .await
             .map_err(|err| transport_error(config, &endpoint, &err))?;
@@ -95,11 +139,15 @@ impl HttpTransport {
                 body: config.redact(&snippet(&body)),
             });
         }
-        serde_json::from_slice(&body).map_err(|err| Error::MalformedResponse {
-            endpoint,
-            message: config.redact(&format!("{err} in body starting {:?}", snippet(&body))),
-        })
+        Ok(body.to_vec())
     }
+}
+
+fn parse_json(config: &BackendConfig, endpoint: &str, body: &[u8]) -> Result<Value> {
+    serde_json::from_slice(body).map_err(|err| Error::MalformedResponse {
+        endpoint: endpoint.to_string(),
+        message: config.redact(&format!("{err} in body starting {:?}", snippet(body))),
+    })
 }
 
 fn is_loopback(base_url: &str) -> bool {

@@ -2,6 +2,7 @@
 //! (CPU-bound, in-process) backends on tokio's blocking pool.
 
 mod anthropic;
+pub mod batch;
 mod http;
 mod openai;
 
@@ -61,6 +62,11 @@ pub trait ChatBackend: Send + Sync {
     fn identity(&self) -> &BackendIdentity;
 
     fn send<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>>;
+
+    /// The provider's batch endpoints, where it has them (see [`batch`]).
+    fn batch(&self) -> Option<&dyn batch::BatchBackend> {
+        None
+    }
 }
 
 /// A backend that computes its answer synchronously (an embedded GGUF model, a control

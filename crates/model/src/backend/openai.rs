@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::batch;
 use super::http::{HttpTransport, count};
 use super::{BackendIdentity, BoxFuture, ChatBackend};
 use crate::error::{Error, Result};
@@ -47,6 +48,10 @@ impl ChatBackend for OpenAiBackend {
         &self.identity
     }
 
+    fn batch(&self) -> Option<&dyn batch::BatchBackend> {
+        Some(self)
+    }
+
     fn send<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
             let body = build_body(&self.config, request);
@@ -59,6 +64,227 @@ impl ChatBackend for OpenAiBackend {
                 .post_json(&self.config, &self.url, &[], &secret, &body)
                 .await?;
             parse_response(&self.url, raw)
+        })
+    }
+}
+
+impl OpenAiBackend {
+    fn secret(&self) -> Vec<(&'static str, String)> {
+        match &self.config.api_key {
+            Some(key) => vec![("authorization", format!("Bearer {}", key.expose()))],
+            None => Vec::new(),
+        }
+    }
+
+    fn base(&self) -> &str {
+        &self.config.base_url
+    }
+
+    async fn file_lines(&self, file: &str) -> Result<Vec<Value>> {
+        let url = format!("{}/files/{file}/content", self.base());
+        let body = self
+            .http
+            .send(
+                &self.config,
+                reqwest::Method::GET,
+                &url,
+                &[],
+                &self.secret(),
+                None,
+            )
+            .await?;
+        batch::jsonl(&url, &body)
+    }
+}
+
+/// The path every batch line and the batch itself name.
+const BATCH_ENDPOINT: &str = "/v1/chat/completions";
+
+impl batch::BatchBackend for OpenAiBackend {
+    fn prepare<'a>(&'a self, items: &'a [batch::BatchItem]) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            let mut lines = Vec::new();
+            for item in items {
+                let line = json!({
+                    "custom_id": item.custom_id,
+                    "method": "POST",
+                    "url": BATCH_ENDPOINT,
+                    "body": build_body(&self.config, &item.request),
+                });
+                serde_json::to_writer(&mut lines, &line)
+                    .map_err(|err| Error::json("encode batch line", err))?;
+                lines.push(b'\n');
+            }
+            let (content_type, body) =
+                batch::multipart(&[("purpose", "batch")], ("file", "batch.jsonl", &lines));
+            let url = format!("{}/files", self.base());
+            let answer = self
+                .http
+                .send(
+                    &self.config,
+                    reqwest::Method::POST,
+                    &url,
+                    &[],
+                    &self.secret(),
+                    Some((content_type, body)),
+                )
+                .await?;
+            let file: Value =
+                serde_json::from_slice(&answer).map_err(|err| Error::json("read the uploaded file", err))?;
+            let id = file
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Error::MalformedResponse {
+                    endpoint: url.clone(),
+                    message: "the uploaded file has no id".into(),
+                })?;
+            Ok(Some(id.to_string()))
+        })
+    }
+
+    fn create<'a>(
+        &'a self,
+        _items: &'a [batch::BatchItem],
+        prepared: Option<&'a str>,
+        tag: &'a str,
+    ) -> BoxFuture<'a, Result<String>> {
+        Box::pin(async move {
+            let url = format!("{}/batches", self.base());
+            let Some(file) = prepared else {
+                return Err(Error::InvalidSetting {
+                    what: "batch".into(),
+                    reason: "an OpenAI batch needs its uploaded input file".into(),
+                });
+            };
+            let body = json!({
+                "input_file_id": file,
+                "endpoint": BATCH_ENDPOINT,
+                "completion_window": "24h",
+                "metadata": {"cfeval_submission": tag},
+            });
+            let answer = self
+                .http
+                .post_json(&self.config, &url, &[], &self.secret(), &body)
+                .await?;
+            batch::created_id(url, &answer)
+        })
+    }
+
+    fn find<'a>(
+        &'a self,
+        prepared: Option<&'a str>,
+        tag: &'a str,
+        _count: usize,
+        _known: &'a [String],
+    ) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            let mut after: Option<String> = None;
+            // At most 10 pages of 100: a batch made moments before a crash
+            // is among the newest.
+            for _ in 0..10 {
+                let mut url = format!("{}/batches?limit=100", self.base());
+                if let Some(after) = &after {
+                    url.push_str(&format!("&after={after}"));
+                }
+                let page = self
+                    .http
+                    .get_json(&self.config, &url, &[], &self.secret())
+                    .await?;
+                let data = page
+                    .get("data")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for batch in &data {
+                    let by_file =
+                        prepared.is_some() && batch.get("input_file_id").and_then(Value::as_str) == prepared;
+                    let by_tag = batch
+                        .pointer("/metadata/cfeval_submission")
+                        .and_then(Value::as_str)
+                        == Some(tag);
+                    if by_file || by_tag {
+                        return Ok(batch.get("id").and_then(Value::as_str).map(str::to_string));
+                    }
+                }
+                let more = page.get("has_more").and_then(Value::as_bool).unwrap_or(false);
+                after = data
+                    .last()
+                    .and_then(|batch| batch.get("id"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                if !more || after.is_none() {
+                    break;
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    fn poll<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<batch::BatchPoll>> {
+        Box::pin(async move {
+            let url = format!("{}/batches/{id}", self.base());
+            let batch = self
+                .http
+                .get_json(&self.config, &url, &[], &self.secret())
+                .await?;
+            let status = batch.get("status").and_then(Value::as_str).unwrap_or_default();
+            let files = || {
+                ["output_file_id", "error_file_id"]
+                    .iter()
+                    .filter_map(|field| batch.get(*field).and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            Ok(match status {
+                "completed" | "expired" | "cancelled" => batch::BatchPoll::Ended { results: files() },
+                "failed" => batch::BatchPoll::Failed {
+                    reason: batch
+                        .pointer("/errors/data/0/message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("the batch failed")
+                        .to_string(),
+                },
+                _ => batch::BatchPoll::Running {
+                    done: count(batch.pointer("/request_counts/completed").unwrap_or(&Value::Null))
+                        + count(batch.pointer("/request_counts/failed").unwrap_or(&Value::Null)),
+                    total: count(batch.pointer("/request_counts/total").unwrap_or(&Value::Null)),
+                },
+            })
+        })
+    }
+
+    fn results<'a>(
+        &'a self,
+        results: &'a str,
+        _items: &'a [batch::BatchItem],
+    ) -> BoxFuture<'a, Result<batch::BatchResults>> {
+        Box::pin(async move {
+            let mut out = Vec::new();
+            for file in results.split_whitespace() {
+                for line in self.file_lines(file).await? {
+                    let Some(id) = line.get("custom_id").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let endpoint = format!("{} (batch result {id})", self.url);
+                    let status = line.pointer("/response/status_code").and_then(Value::as_u64);
+                    let result = match (status, line.pointer("/response/body")) {
+                        (Some(200), Some(body)) => parse_response(&endpoint, body.clone()),
+                        (status, body) => Err(Error::Status {
+                            endpoint,
+                            status: status.and_then(|code| u16::try_from(code).ok()).unwrap_or(500),
+                            retry_after: None,
+                            body: self.config.redact(
+                                line.pointer("/error/message")
+                                    .or_else(|| body.and_then(|body| body.pointer("/error/message")))
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("the batch request failed"),
+                            ),
+                        }),
+                    };
+                    out.push((id.to_string(), result));
+                }
+            }
+            Ok(out)
         })
     }
 }

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod batch;
 mod reply;
 pub use reply::REFUSAL_TEXT;
 mod wire;
@@ -141,6 +142,8 @@ pub struct ServerConfig {
     /// Keep every request's JSON body ([`TestServer::bodies`]), for tests
     /// that inspect what a model was sent.
     pub record_bodies: bool,
+    /// Polls of a batch (the batch endpoints) before it has ended.
+    pub batch_polls: u32,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -154,6 +157,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("require_key", &self.require_key.as_ref().map(|_| "<redacted>"))
             .field("responder", &self.responder.as_ref().map(|_| "<fn>"))
             .field("record_bodies", &self.record_bodies)
+            .field("batch_polls", &self.batch_polls)
             .finish()
     }
 }
@@ -169,6 +173,7 @@ impl Default for ServerConfig {
             require_key: None,
             responder: None,
             record_bodies: false,
+            batch_polls: 2,
         }
     }
 }
@@ -185,10 +190,13 @@ struct Counters {
     per_model: Mutex<HashMap<String, u64>>,
     last_body: Mutex<Option<Value>>,
     bodies: Mutex<Vec<Value>>,
+    batches_created: AtomicU64,
+    batch_per_model: Mutex<HashMap<String, u64>>,
 }
 
 struct State {
     config: ServerConfig,
+    batches: Mutex<batch::Store>,
     script: Mutex<VecDeque<Fault>>,
     counters: Counters,
     sequence: AtomicU64,
@@ -217,6 +225,7 @@ impl TestServer {
         let address = listener.local_addr()?;
         let state = Arc::new(State {
             config,
+            batches: Mutex::new(batch::Store::default()),
             script: Mutex::new(VecDeque::new()),
             counters: Counters::default(),
             sequence: AtomicU64::new(0),
@@ -248,6 +257,23 @@ impl TestServer {
             state,
             shutdown,
         })
+    }
+
+    /// Batches created on the batch endpoints.
+    pub fn batches_created(&self) -> u64 {
+        self.state.counters.batches_created.load(Ordering::Relaxed)
+    }
+
+    /// Requests for `model` sent inside batches.
+    pub fn batch_requests_for_model(&self, model: &str) -> u64 {
+        self.state
+            .counters
+            .batch_per_model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(model)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// `http://127.0.0.1:PORT` (the Anthropic base URL).
@@ -494,6 +520,14 @@ async fn answer(
     counters.requests.fetch_add(1, Ordering::Relaxed);
     let _in_flight = InFlight::enter(counters);
     let stream = reader.get_mut();
+    let base_url = stream
+        .local_addr()
+        .map(|address| format!("http://{address}"))
+        .unwrap_or_default();
+    if let Some((status, body)) = batch::route(state, request, &base_url) {
+        write_response(stream, status, &[], &body).await?;
+        return Ok(true);
+    }
     let protocol = match (request.method.as_str(), request.path.as_str()) {
         ("POST", "/v1/chat/completions" | "/chat/completions") => Protocol::OpenAi,
         ("POST", "/v1/messages") => Protocol::Anthropic,

@@ -2,6 +2,7 @@
 //! fault-injecting test server over real TCP.
 
 mod anthropic;
+mod batch;
 mod faults;
 mod openai;
 mod secrets;
