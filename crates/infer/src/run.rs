@@ -655,11 +655,8 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
                     variant: Arc::clone(&variant),
                     sample,
                 };
-                let standing = previous
-                    .get(&key)
-                    .map(|tried| (tried.status != ResponseStatus::Ok.as_str(), tried.tries));
-                if let Some((not_ok, tries)) = standing {
-                    if not_ok && tries < config.max_tries {
+                match next_step(&previous, &done, &key, config.max_tries) {
+                    Next::Retry(tries) => {
                         retry.push((tuple, tries));
                         if retry.len() >= config.chunk.max(1) {
                             retry_chunk(
@@ -676,14 +673,15 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
                         }
                         continue;
                     }
-                    report.gave_up += u64::from(not_ok);
-                }
-                if done.contains(&key) || previous.contains_key(&key) {
-                    report.skipped += 1;
-                    if let Some(progress) = &config.progress {
-                        progress.add(1);
+                    Next::Leave { gave_up } => {
+                        report.gave_up += u64::from(gave_up);
+                        report.skipped += 1;
+                        if let Some(progress) = &config.progress {
+                            progress.add(1);
+                        }
+                        continue;
                     }
-                    continue;
+                    Next::Answer => {}
                 }
                 window.submit(tuple, &mut writer, &mut report).await?;
             }
@@ -712,6 +710,39 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         .collect();
     responses.mark_complete(&unit, &fingerprint, &entries)?;
     Ok(report)
+}
+
+/// What a run does with a tuple, from how it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Not answered yet: answer it.
+    Answer,
+    /// Its row is not `ok` and it has been tried this many times, fewer
+    /// than `max_tries`: try it again.
+    Retry(u32),
+    /// Answered (in this unit or another), or not `ok` after `max_tries`
+    /// (`gave_up`): leave it.
+    Leave { gave_up: bool },
+}
+
+fn next_step(
+    previous: &HashMap<TupleKey, Tried>,
+    done: &HashSet<TupleKey>,
+    key: &TupleKey,
+    max_tries: u32,
+) -> Next {
+    match previous.get(key) {
+        Some(tried) if tried.status != ResponseStatus::Ok.as_str() => {
+            if tried.tries < max_tries {
+                Next::Retry(tried.tries)
+            } else {
+                Next::Leave { gave_up: true }
+            }
+        }
+        Some(_) => Next::Leave { gave_up: false },
+        None if done.contains(key) => Next::Leave { gave_up: false },
+        None => Next::Answer,
+    }
 }
 
 /// Batch mode: every request the unit is about to make (tuples not done,
@@ -746,13 +777,10 @@ async fn prefill_batch(
             }
             for sample in 0..config.samples.max(1) {
                 let key = (variant.variant_id.clone(), sample);
-                let due = match previous.get(&key) {
-                    Some(tried) => {
-                        tried.status != ResponseStatus::Ok.as_str() && tried.tries < config.max_tries
-                    }
-                    None => !done.contains(&key),
-                };
-                if due {
+                if !matches!(
+                    next_step(previous, done, &key, config.max_tries),
+                    Next::Leave { .. }
+                ) {
                     let settings = config.settings.for_sample(sample);
                     planned.push((
                         Some(variant.variant_id.clone()),
@@ -1115,6 +1143,30 @@ async fn answer_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tuple_is_answered_retried_or_left_by_how_it_stands() {
+        let tried = |status: &str, tries| Tried {
+            status: status.into(),
+            tries,
+            shard: "part-00000.parquet".into(),
+        };
+        let key = |id: &str| (id.to_string(), 0);
+        let previous: HashMap<TupleKey, Tried> = [
+            (key("ok"), tried("ok", 1)),
+            (key("error-once"), tried("error", 1)),
+            (key("error-thrice"), tried("error", 3)),
+        ]
+        .into_iter()
+        .collect();
+        let done: HashSet<TupleKey> = [key("elsewhere")].into_iter().collect();
+        let step = |id: &str| next_step(&previous, &done, &key(id), 3);
+        assert_eq!(step("new"), Next::Answer);
+        assert_eq!(step("ok"), Next::Leave { gave_up: false });
+        assert_eq!(step("elsewhere"), Next::Leave { gave_up: false });
+        assert_eq!(step("error-once"), Next::Retry(1));
+        assert_eq!(step("error-thrice"), Next::Leave { gave_up: true });
+    }
 
     #[test]
     fn slices_partition_ids() {
