@@ -29,6 +29,9 @@ pub enum Error {
         run: PathBuf,
         found: String,
     },
+    /// `cfeval power`: a setting, or a pilot, it cannot plan from.
+    #[error("cannot plan the number of cases: {0}")]
+    Power(String),
     #[error("failed to read human labels {path}, row {row}: {detail}")]
     HumanLabels { path: PathBuf, row: u64, detail: String },
     #[error("failed to render the report: {0}")]

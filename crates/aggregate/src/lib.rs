@@ -70,12 +70,19 @@
 //! [`compare`] pairs two runs of the same catalog (`cfeval compare`): per
 //! tuple fixed / regressed / same, paired differences with the same case
 //! bootstrap, and the exact McNemar test.
+//!
+//! [`power`] plans a study's number of cases (`cfeval power`): by
+//! simulating studies resampled from a pilot run's cases (or from a stated
+//! difference and SD), per family and overall, the smallest number with the
+//! target power for a paired difference of two subjects or one subject
+//! against a threshold.
 
 pub mod accumulate;
 pub mod compare;
 pub mod dialogue;
 pub mod error;
 pub mod human;
+pub mod power;
 pub mod rubric;
 pub mod scores;
 pub mod stats;

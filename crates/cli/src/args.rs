@@ -42,6 +42,9 @@ pub enum Command {
     /// Compare two runs of one catalog (before/after): per tuple fixed,
     /// regressed or same; paired differences B − A with CIs; McNemar tests.
     Compare(CompareArgs),
+    /// Plan a sample size: the cases needed to detect a CSS difference at a
+    /// given power and α, by simulation from a pilot run's resampled cases.
+    Power(crate::power_cmd::PowerArgs),
     /// Write a run in another tool's format.
     Export(ExportArgs),
     /// Run a pipeline file, resuming what is already done.

@@ -20,6 +20,7 @@ mod labels_rubric;
 mod pack_cmd;
 mod perturb_cmd;
 pub mod pipeline;
+mod power_cmd;
 mod status;
 mod subjects;
 mod synthesize_cmd;
@@ -82,6 +83,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Judge(args) => judge_cmd::judge(&args, &mut std::io::stdout().lock()),
         Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),
         Command::Compare(args) => compare_cmd::compare(&args, &mut std::io::stdout().lock()),
+        Command::Power(args) => power_cmd::power(&args, &mut std::io::stdout().lock()),
         Command::Export(args) => match &args.command {
             args::ExportCommand::Inspect(args) => export_inspect::export(args, &mut std::io::stdout().lock()),
         },

@@ -17,7 +17,7 @@ use std::path::Path;
 use cfeval_aggregate::compare::Report;
 use cfeval_schema::ComparisonRow;
 
-use crate::{ReportPaths, Result, write_atomic};
+use crate::{ReportPaths, Result, escape, write_atomic};
 
 /// File name of the comparison's HTML page inside its folder.
 pub const HTML_FILE: &str = "comparison.html";
@@ -166,21 +166,6 @@ pub fn markdown(report: &Report, rows: &[ComparisonRow]) -> String {
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|")
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 const WIDTH: f64 = 900.0;

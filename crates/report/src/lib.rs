@@ -146,3 +146,19 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         source,
     })
 }
+
+/// Escapes text for HTML and SVG, in text and in attribute values.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            other => out.push(other),
+        }
+    }
+    out
+}

@@ -3,7 +3,8 @@
 //! intervals, rank probabilities from the same resamples ([`rank`]),
 //! Spearman's ρ with an exact permutation p-value, and Cohen's κ (unweighted,
 //! linear, quadratic; the CSS scale plus a nominal wrong-direction category),
-//! and the exact McNemar test of two paired binary outcomes ([`mcnemar`]).
+//! the exact McNemar test of two paired binary outcomes ([`mcnemar`]), and
+//! Student's t distribution ([`student`]) for the tests of `cfeval power`.
 
 pub mod bootstrap;
 pub mod clusters;
@@ -12,6 +13,7 @@ pub mod mcnemar;
 pub mod normal;
 pub mod rank;
 pub mod rng;
+pub mod student;
 
 pub use bootstrap::{BootstrapResult, Design, Estimate, Options, Series, Statistic, Term, bootstrap};
 pub use clusters::{Cells, Clustered, Resampling};

@@ -15,6 +15,7 @@ mod inspect_logs;
 mod judge;
 mod packs;
 mod pipeline_files;
+mod power;
 mod python_readers;
 mod recipes;
 mod rubric;

@@ -8,6 +8,7 @@
 
 mod forest;
 mod heatmap;
+mod power;
 mod scatter;
 mod slope;
 
@@ -20,6 +21,7 @@ use serde::Serialize;
 
 pub use forest::{ForestRow, forest};
 pub use heatmap::{Heatmap, HeatmapRow, Scale, heatmap};
+pub use power::{PowerLine, power_curve, svg_document};
 pub use scatter::{ScatterPoint, scatter};
 pub use slope::{SlopeLine, slope};
 
@@ -30,7 +32,7 @@ use crate::error::{Error, Result};
 pub struct Figure {
     /// The `id` of the `<svg>` element.
     pub id: String,
-    /// `slope`, `heatmap`, `forest` or `scatter` (the `plot-…` class).
+    /// `slope`, `heatmap`, `forest`, `scatter` or `power` (the `plot-…` class).
     pub kind: &'static str,
     pub width: u32,
     pub height: u32,
