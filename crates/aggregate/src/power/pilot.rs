@@ -1,5 +1,5 @@
 //! A pilot run's judgments as per-case sums, per scope (overall and each
-//! CSS family), and what to plan in each scope ([`targets`]: the pilot's
+//! CSS family), and what to plan in each scope (`targets`: the pilot's
 //! summary, the difference, σ, the pilot's range of n, and the centred
 //! cases the studies are drawn from).
 //!
