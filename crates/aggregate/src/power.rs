@@ -109,6 +109,10 @@ pub struct Settings {
     pub max_cases: u64,
     /// The difference to detect; by default each scope's pilot difference.
     pub difference: Option<f64>,
+    /// The number of cases a study is planned with: each scope also gets
+    /// its power there ([`Row::planned_power`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_cases: Option<u64>,
 }
 
 impl Default for Settings {
@@ -120,6 +124,7 @@ impl Default for Settings {
             seed: 0,
             max_cases: 100_000,
             difference: None,
+            planned_cases: None,
         }
     }
 }
@@ -146,6 +151,11 @@ impl Settings {
         }
         if let Some(difference) = self.difference {
             check_difference(difference)?;
+        }
+        if self.planned_cases.is_some_and(|cases| cases < 2) {
+            return Err(Error::Power(
+                "planned cases: a test needs at least 2 cases".into(),
+            ));
         }
         Ok(())
     }
@@ -226,6 +236,16 @@ pub struct Row {
     /// (its SD, and its difference when that is the one planned for); an
     /// upper end of none is unbounded (resamples with no difference).
     pub normal_cases_range: Option<[Option<u64>; 2]>,
+    /// The power with [`Settings::planned_cases`] cases, on fresh studies,
+    /// and its Monte Carlo standard error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_power: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_se: Option<f64>,
+    /// The rejection rate at difference 0 on those studies: above
+    /// [`Plan::max_type_i_error`], the planned power is not power.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_type_i_error: Option<f64>,
     /// Why a scope has no plan, or what to keep in mind.
     pub note: Option<String>,
     /// Power against cases (the curve's grid and the search's steps).
@@ -445,6 +465,9 @@ fn plan_rows(population: &Population, targets: Vec<Target>, settings: &Settings)
             type_i_error: None,
             normal_cases: None,
             normal_cases_range: target.range,
+            planned_power: None,
+            planned_se: None,
+            planned_type_i_error: None,
             note: target.note,
             curve: Vec::new(),
         };
@@ -471,6 +494,13 @@ fn plan_rows(population: &Population, targets: Vec<Target>, settings: &Settings)
             row.verified_se = Some(monte_carlo_se(verified, settings.simulations));
             row.type_i_error = Some(size);
             row.normal_cases = normal_cases(settings, difference, row.sd);
+            if let Some(planned) = settings.planned_cases {
+                let studies = simulate::studies(population, &[scope], planned, &fresh);
+                let power = simulate::rejection_rate(&studies[0], difference, &mut criticals);
+                row.planned_power = Some(power);
+                row.planned_se = Some(monte_carlo_se(power, settings.simulations));
+                row.planned_type_i_error = Some(simulate::rejection_rate(&studies[0], 0.0, &mut criticals));
+            }
             row.curve = found
                 .steps
                 .iter()
@@ -631,6 +661,47 @@ mod tests {
         assert!(row.curve.iter().any(|point| point.cases == cases));
         let other_seed = plan_stated(&stated, &Settings { seed: 1, ..settings }).expect("plan");
         assert_ne!(other_seed.rows[0].curve, row.curve);
+    }
+
+    #[test]
+    fn the_power_with_the_planned_cases_is_the_power_function_there() {
+        let stated = Stated {
+            difference: 0.1,
+            sd: 0.4,
+        };
+        let at = |cases: u64| {
+            let settings = Settings {
+                simulations: 4_000,
+                planned_cases: Some(cases),
+                ..Settings::default()
+            };
+            let row = plan_stated(&stated, &settings).expect("plan").rows.remove(0);
+            (
+                row.planned_power.expect("planned power"),
+                row.planned_se.expect("se"),
+            )
+        };
+        // Normal approximation: Φ(0.1/0.4 · √n − 1.960); the t test is a
+        // little below it.
+        for (cases, normal) in [(60_u64, 0.490), (126, 0.801), (250, 0.977)] {
+            let (power, se) = at(cases);
+            assert!(
+                power <= normal + 4.0 * se && power >= normal - 0.03 - 4.0 * se,
+                "{cases} cases: {power} ± {se} against {normal}"
+            );
+        }
+        assert!(at(60).0 < at(126).0);
+        let refused = plan_stated(
+            &stated,
+            &Settings {
+                planned_cases: Some(1),
+                ..Settings::default()
+            },
+        )
+        .expect_err("one case");
+        assert!(refused.to_string().contains("at least 2 cases"), "{refused}");
+        let unplanned = plan_stated(&stated, &Settings::default()).expect("plan");
+        assert_eq!(unplanned.rows[0].planned_power, None);
     }
 
     #[test]

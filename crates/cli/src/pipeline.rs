@@ -40,6 +40,19 @@
 //!
 //! [aggregate]
 //! resamples = 10000
+//!
+//! [power]                        # optional: the dry-run shows the cases needed
+//! difference = 0.10              # the CSS difference to detect (default with a
+//!                                # pilot: the pilot's, per scope)
+//! sd = 0.35                      # stated: the SD of the per-case difference; or
+//! pilot = "../runs/pilot"        # a pilot run, with
+//! subjects = ["openai/gpt-5", "openai/gpt-5.4"]   # paired B − A, or one and
+//! threshold = 0.7                                 # a threshold
+//! judge = "rule"                 # the pilot's judge (default rule) and
+//! mode = "single_shot"           # mode (default single_shot)
+//! power = 0.8                    # target power (default 0.8)
+//! alpha = 0.05                   # two-sided level (default 0.05)
+//! simulations = 2000             # simulated studies per n (default 2000)
 //! ```
 
 use std::collections::BTreeSet;
@@ -211,6 +224,24 @@ pub struct DialoguePlan {
     pub measurement_fallback_api_key_env: Option<String>,
 }
 
+/// What `[power]` asks the dry-run to plan (`cfeval power` with these
+/// settings, the pipeline's seed and its number of cases).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerPlan {
+    /// A pilot run; without it, the stated `difference` and `sd`.
+    pub pilot: Option<PathBuf>,
+    /// Paired: A then B; threshold: the one subject.
+    pub subjects: Vec<String>,
+    pub threshold: Option<f64>,
+    pub judge: Option<String>,
+    pub mode: Option<String>,
+    pub difference: Option<f64>,
+    pub sd: Option<f64>,
+    pub power: f64,
+    pub alpha: f64,
+    pub simulations: u64,
+}
+
 /// Aggregate settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggregatePlan {
@@ -248,6 +279,7 @@ pub struct Pipeline {
     pub dialogue: Option<DialoguePlan>,
     pub judges: Vec<JudgePlan>,
     pub aggregate: AggregatePlan,
+    pub power: Option<PowerPlan>,
 }
 
 // ---------------------------------------------------------------------------
@@ -269,6 +301,7 @@ struct RawPipeline {
     judges: Vec<Spanned<RawJudge>>,
     #[serde(default)]
     aggregate: Option<RawAggregate>,
+    power: Option<Spanned<RawPower>>,
 }
 
 #[derive(Deserialize)]
@@ -384,6 +417,21 @@ struct RawAggregate {
     blind_spot_threshold: Option<Spanned<f64>>,
     human_labels: Option<Spanned<String>>,
     rubric_labels: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPower {
+    difference: Option<Spanned<f64>>,
+    sd: Option<Spanned<f64>>,
+    pilot: Option<Spanned<String>>,
+    subjects: Option<Spanned<Vec<String>>>,
+    threshold: Option<Spanned<f64>>,
+    judge: Option<Spanned<String>>,
+    mode: Option<Spanned<String>>,
+    power: Option<Spanned<f64>>,
+    alpha: Option<Spanned<f64>>,
+    simulations: Option<Spanned<u64>>,
 }
 
 // ---------------------------------------------------------------------------
@@ -792,6 +840,11 @@ impl Checker<'_> {
             None => None,
         };
 
+        let power = match &raw.power {
+            Some(section) => Some(self.power(section)?),
+            None => None,
+        };
+
         Ok(Pipeline {
             file: self.file.to_path_buf(),
             text: text.to_string(),
@@ -815,6 +868,156 @@ impl Checker<'_> {
                 human_labels,
                 rubric_labels,
             },
+            power,
+        })
+    }
+
+    /// `[power]`: one of a pilot run or a stated SD; with a pilot, two
+    /// subjects (paired) or one with a threshold.
+    fn power(&self, section: &Spanned<RawPower>) -> Result<PowerPlan, PipelineError> {
+        let raw = section.get_ref();
+        let unit = |value: &Option<Spanned<f64>>, name: &str, default: f64| match value {
+            Some(value) if !(*value.get_ref() > 0.0 && *value.get_ref() < 1.0) => {
+                Err(self.spanned(value, format!("{name} {} is not in (0, 1)", value.get_ref())))
+            }
+            Some(value) => Ok(*value.get_ref()),
+            None => Ok(default),
+        };
+        let power = unit(&raw.power, "power", 0.8)?;
+        let alpha = unit(&raw.alpha, "alpha", 0.05)?;
+        let difference = match &raw.difference {
+            Some(value) if !value.get_ref().is_finite() || value.get_ref().abs() > 1.0 => {
+                return Err(self.spanned(
+                    value,
+                    format!(
+                        "difference {} is not in [−1, 1] (CSS is on a 0–1 scale)",
+                        value.get_ref()
+                    ),
+                ));
+            }
+            Some(value) if *value.get_ref() == 0.0 => {
+                return Err(self.spanned(value, "difference 0: there is nothing to detect"));
+            }
+            Some(value) => Some(*value.get_ref()),
+            None => None,
+        };
+        let simulations = match &raw.simulations {
+            Some(value) if !(1..=10_000_000).contains(value.get_ref()) => {
+                return Err(self.spanned(
+                    value,
+                    format!("simulations {} is not in 1 … 10,000,000", value.get_ref()),
+                ));
+            }
+            Some(value) => *value.get_ref(),
+            None => 2_000,
+        };
+        let subjects: Vec<String> = raw
+            .subjects
+            .as_ref()
+            .map(|subjects| subjects.get_ref().clone())
+            .unwrap_or_default();
+        let (pilot, sd) = match (&raw.pilot, &raw.sd) {
+            (Some(_), Some(sd)) => {
+                return Err(self.spanned(
+                    sd,
+                    "sd is for a stated effect; with a pilot run its cases give the spread (give one of pilot and sd)",
+                ));
+            }
+            (None, None) => {
+                return Err(self.spanned(
+                    section,
+                    "[power] needs a pilot run (`pilot = \"runs/pilot\"` and `subjects`) or a stated effect (`difference` and `sd`)",
+                ));
+            }
+            (Some(pilot), None) => (Some(self.existing(pilot, "pilot run")?), None),
+            (None, Some(sd)) => {
+                if !(sd.get_ref().is_finite() && *sd.get_ref() > 0.0) {
+                    return Err(self.spanned(
+                        sd,
+                        format!(
+                            "sd {} is not a positive number (the standard deviation of the per-case difference)",
+                            sd.get_ref()
+                        ),
+                    ));
+                }
+                if difference.is_none() {
+                    return Err(self.spanned(section, "a stated effect needs `difference` beside `sd`"));
+                }
+                (None, Some(*sd.get_ref()))
+            }
+        };
+        let threshold = match &raw.threshold {
+            Some(value) if !(0.0..=1.0).contains(value.get_ref()) => {
+                return Err(self.spanned(
+                    value,
+                    format!("threshold {} is not on the CSS scale [0, 1]", value.get_ref()),
+                ));
+            }
+            Some(value) => Some(*value.get_ref()),
+            None => None,
+        };
+        if pilot.is_some() {
+            let at = |message: String| match &raw.subjects {
+                Some(subjects) => self.spanned(subjects, message),
+                None => self.spanned(section, message),
+            };
+            match (subjects.len(), threshold) {
+                (2, None) if subjects[0] == subjects[1] => {
+                    return Err(at(format!(
+                        "the paired design needs two different subjects, got `{}` twice",
+                        subjects[0]
+                    )));
+                }
+                (2, None) | (1, Some(_)) => {}
+                (1, None) => {
+                    return Err(at(format!(
+                        "one subject (`{}`) needs `threshold` to be tested against; name two subjects for the paired design",
+                        subjects[0]
+                    )));
+                }
+                (2, Some(_)) => {
+                    return Err(at(
+                        "threshold is for one subject; two subjects are compared with each other (B − A)"
+                            .into(),
+                    ));
+                }
+                (count, _) => {
+                    return Err(at(format!(
+                        "a pilot needs `subjects`: two for the paired design (B − A, in that order) or one with `threshold`, not {count}"
+                    )));
+                }
+            }
+        } else {
+            let unused: Vec<&str> = [
+                (raw.subjects.is_some(), "subjects"),
+                (raw.threshold.is_some(), "threshold"),
+                (raw.judge.is_some(), "judge"),
+                (raw.mode.is_some(), "mode"),
+            ]
+            .into_iter()
+            .filter_map(|(given, name)| given.then_some(name))
+            .collect();
+            if !unused.is_empty() {
+                return Err(self.spanned(
+                    section,
+                    format!(
+                        "{} read a pilot run: give `pilot`, or leave them out for a stated effect",
+                        unused.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(PowerPlan {
+            pilot,
+            subjects,
+            threshold,
+            judge: raw.judge.as_ref().map(|judge| judge.get_ref().clone()),
+            mode: raw.mode.as_ref().map(|mode| mode.get_ref().clone()),
+            difference,
+            sd,
+            power,
+            alpha,
+            simulations,
         })
     }
 

@@ -54,6 +54,10 @@ pub struct PowerArgs {
     /// The largest number of cases searched.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
     pub max_cases: u64,
+    /// The number of cases the study is planned with: the table adds each
+    /// scope's power there.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..))]
+    pub cases: Option<u64>,
     /// Where to write the power curve (SVG).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -71,6 +75,55 @@ struct Summary<'a> {
 }
 
 pub fn power(args: &PowerArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let plan = plan(args)?;
+    let svg = args.out.clone().unwrap_or_else(|| match &args.run {
+        Some(run) => run.join("power.svg"),
+        None => PathBuf::from("power.svg"),
+    });
+    let figure =
+        cfeval_report::plots::power_curve("power", &title(&plan), plan.settings.power, &lines(&plan))
+            .context("failed to draw the power curve")?;
+    cfeval_schema::write_atomic(&svg, cfeval_report::plots::svg_document(&figure).as_bytes()).with_context(
+        || {
+            format!(
+                "failed to write the power curve to {} (choose another file with --out)",
+                svg.display()
+            )
+        },
+    )?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &Summary { plan: &plan, svg })?;
+        writeln!(out)?;
+    } else {
+        out.write_all(table(&plan, &svg).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The arguments a pipeline's `[power]` section stands for, with the
+/// pipeline's seed and the number of cases it runs.
+pub fn pipeline_args(section: &crate::pipeline::PowerPlan, seed: u64, cases: u64) -> PowerArgs {
+    PowerArgs {
+        run: section.pilot.clone(),
+        judge: section.judge.clone(),
+        mode: section.mode.clone(),
+        subjects: section.subjects.clone(),
+        threshold: section.threshold,
+        difference: section.difference,
+        sd: section.sd,
+        power: section.power,
+        alpha: section.alpha,
+        simulations: section.simulations,
+        seed,
+        max_cases: 100_000,
+        cases: Some(cases.max(2)),
+        out: None,
+        json: false,
+    }
+}
+
+/// The plan `args` ask for.
+pub fn plan(args: &PowerArgs) -> anyhow::Result<Plan> {
     let settings = Settings {
         power: args.power,
         alpha: args.alpha,
@@ -78,6 +131,7 @@ pub fn power(args: &PowerArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         seed: args.seed,
         max_cases: args.max_cases,
         difference: args.difference,
+        planned_cases: args.cases,
     };
     let plan = match &args.run {
         Some(run) => {
@@ -141,31 +195,10 @@ pub fn power(args: &PowerArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 .context("failed to plan from the stated difference")?
         }
     };
-    let svg = args.out.clone().unwrap_or_else(|| match &args.run {
-        Some(run) => run.join("power.svg"),
-        None => PathBuf::from("power.svg"),
-    });
-    let figure =
-        cfeval_report::plots::power_curve("power", &title(&plan), plan.settings.power, &lines(&plan))
-            .context("failed to draw the power curve")?;
-    cfeval_schema::write_atomic(&svg, cfeval_report::plots::svg_document(&figure).as_bytes()).with_context(
-        || {
-            format!(
-                "failed to write the power curve to {} (choose another file with --out)",
-                svg.display()
-            )
-        },
-    )?;
-    if args.json {
-        serde_json::to_writer_pretty(&mut *out, &Summary { plan: &plan, svg })?;
-        writeln!(out)?;
-    } else {
-        out.write_all(table(&plan, &svg).as_bytes())?;
-    }
-    Ok(())
+    Ok(plan)
 }
 
-fn scope_name(row: &Row) -> String {
+pub(crate) fn scope_name(row: &Row) -> String {
     if row.level == "family" {
         format!("family {}", row.group)
     } else {
@@ -174,7 +207,7 @@ fn scope_name(row: &Row) -> String {
 }
 
 /// What is compared, in words.
-fn compared(plan: &Plan) -> String {
+pub(crate) fn compared(plan: &Plan) -> String {
     match (plan.design, plan.subjects.as_slice(), plan.threshold) {
         ("paired", [a, b], _) => format!("{b} − {a}"),
         ("threshold", [subject], Some(threshold)) => format!("CSS of {subject} − {threshold}"),
@@ -212,6 +245,18 @@ fn lines(plan: &Plan) -> Vec<cfeval_report::plots::PowerLine> {
             reached: row.cases.zip(row.power),
         })
         .collect()
+}
+
+/// A row's power with the planned cases, flagged where the test
+/// over-rejects there (type I error above the plan's bound).
+pub(crate) fn planned_power(plan: &Plan, row: &Row) -> String {
+    match (row.planned_power, row.planned_se, row.planned_type_i_error) {
+        (Some(power), Some(se), Some(size)) if size > plan.max_type_i_error => {
+            format!("{power:.3} ± {se:.3} (type I {size:.3}: over-rejects)")
+        }
+        (Some(power), Some(se), _) => format!("{power:.3} ± {se:.3}"),
+        _ => "–".into(),
+    }
 }
 
 fn number(value: Option<f64>, digits: usize) -> String {
@@ -280,6 +325,9 @@ fn table(plan: &Plan, svg: &std::path::Path) -> String {
     if pilot {
         header.push("pilot range".into());
     }
+    if let Some(planned) = settings.planned_cases {
+        header.push(format!("power at {planned}"));
+    }
     let mut cells = vec![header];
     for row in &plan.rows {
         let mut line = vec![scope_name(row)];
@@ -324,6 +372,9 @@ fn table(plan: &Plan, svg: &std::path::Path) -> String {
                 None => "–".into(),
             });
         }
+        if settings.planned_cases.is_some() {
+            line.push(planned_power(plan, row));
+        }
         cells.push(line);
     }
     let columns = cells[0].len();
@@ -364,13 +415,17 @@ fn table(plan: &Plan, svg: &std::path::Path) -> String {
         "\ncases: the fewest cases with simulated power ≥ {:.2} (> N: not reached within --max-cases); \
          power: the search's estimate there; verified: on fresh studies ± Monte Carlo SE; \
          type I: rejection rate at difference 0 (should be near α); \
-         normal: ((z₁₋α/₂ + z_power) · sd / detect)²{}",
+         normal: ((z₁₋α/₂ + z_power) · sd / detect)²{}{}",
         settings.power,
         if pilot {
             "; pilot range: normal over 1,000 resamples of the pilot's cases (2.5%–97.5%)"
         } else {
             ""
-        }
+        },
+        settings.planned_cases.map_or_else(String::new, |planned| format!(
+            "; power at {planned}: the simulated power with the planned {planned} cases (--cases), on fresh studies ± Monte Carlo SE, flagged where the test's type I error there exceeds {:.3}",
+            plan.max_type_i_error
+        ))
     );
     let _ = writeln!(text, "power curve: {}", svg.display());
     text

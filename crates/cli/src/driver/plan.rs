@@ -1,7 +1,10 @@
 //! `cfeval run --dry-run`: what a run would do, without calling any model:
 //! tuples and calls per subject × mode and per judge, how many calls the
-//! response cache already holds, estimated tokens and cost.
+//! response cache already holds, estimated tokens and cost; and with a
+//! `[power]` section, the cases needed to detect its difference beside the
+//! power of the run's own number of cases.
 
+use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -428,9 +431,108 @@ fn print_plan(
             unpriced.join(", ")
         )?;
     }
+    if let Some(section) = &pipeline.power {
+        print_power(pipeline, section, case_count(variants)?, out)?;
+    }
     let problems = pipeline.check_environment(&|name: &str| std::env::var(name).ok());
     for problem in &problems {
         writeln!(out, "missing: {problem}")?;
+    }
+    Ok(())
+}
+
+/// The run's cases: those with a variant.
+fn case_count(variants: &ShardStore) -> anyhow::Result<u64> {
+    #[derive(serde::Deserialize)]
+    struct Variant {
+        case_id: String,
+    }
+    let mut cases = std::collections::BTreeSet::new();
+    for batch in variants.read_columns::<Variant>(&["case_id"])? {
+        for variant in batch? {
+            cases.insert(variant.case_id);
+        }
+    }
+    Ok(cases.len() as u64)
+}
+
+/// `[power]`: per scope, the cases needed for the difference and the power
+/// with the run's `cases`.
+fn print_power(
+    pipeline: &Pipeline,
+    section: &crate::pipeline::PowerPlan,
+    cases: u64,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    use crate::power_cmd;
+    let args = power_cmd::pipeline_args(section, pipeline.seed, cases);
+    let plan = power_cmd::plan(&args).with_context(|| {
+        format!(
+            "the [power] section of {} cannot be planned",
+            pipeline.file.display()
+        )
+    })?;
+    let design = match (&plan.run, plan.pilot_cases) {
+        (Some(run), Some(pilot)) => format!(
+            "{} design, {}, pilot run {run} ({pilot} cases, judge {}, mode {})",
+            plan.design,
+            power_cmd::compared(&plan),
+            plan.judge.as_deref().unwrap_or_default(),
+            plan.mode.as_deref().unwrap_or_default()
+        ),
+        _ => format!(
+            "stated effect (difference {:+}, sd {})",
+            section.difference.unwrap_or_default(),
+            section.sd.unwrap_or_default()
+        ),
+    };
+    writeln!(
+        out,
+        "\npower: {design}; target power {:.2}, two-sided α {}, {} simulated studies per n",
+        plan.settings.power, plan.settings.alpha, plan.settings.simulations,
+    )?;
+    writeln!(
+        out,
+        "       {:<12} {:>8} {:>8} {:>14}  power with {cases} cases",
+        "scope", "detect", "sd", "cases needed",
+    )?;
+    let mut short = Vec::new();
+    for row in &plan.rows {
+        let needed = match (row.cases, row.evaluated_cases) {
+            (Some(needed), _) => needed.to_string(),
+            (None, Some(evaluated)) => format!("> {evaluated}"),
+            (None, None) => "–".into(),
+        };
+        let scope = power_cmd::scope_name(row);
+        if row.difference.is_some() && row.cases.is_none_or(|needed| needed > cases) {
+            short.push(format!("{scope} ({needed})"));
+        }
+        writeln!(
+            out,
+            "       {:<12} {:>8} {:>8} {:>14}  {}",
+            scope,
+            row.difference
+                .map_or_else(|| "–".into(), |difference| format!("{difference:+.3}")),
+            if row.sd.is_finite() {
+                format!("{:.3}", row.sd)
+            } else {
+                "–".into()
+            },
+            needed,
+            power_cmd::planned_power(&plan, row),
+        )?;
+    }
+    if short.is_empty() {
+        writeln!(
+            out,
+            "       this run's {cases} cases reach the target power in every scope"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "       this run's {cases} cases fall short of the target power in: {} (`cfeval power` prints the whole plan and its curve)",
+            short.join(", ")
+        )?;
     }
     Ok(())
 }

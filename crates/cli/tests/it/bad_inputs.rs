@@ -726,6 +726,91 @@ const BAD_PIPELINES: &[(&str, &str, &str)] = &[
         "human-labels = \"missing.csv\"",
         "does not exist",
     ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0.1",
+        "needs a pilot run",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0.1\nsd = 0",
+        "sd 0 is not a positive number",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\nsd = 0.3",
+        "needs `difference` beside `sd`",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0.1\nsd = 0.3\npower = 1.2",
+        "power 1.2 is not in (0, 1)",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0.1\nsd = 0.3\nalpha = 0",
+        "alpha 0 is not in (0, 1)",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0\nsd = 0.3",
+        "nothing to detect",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = -1.5\nsd = 0.3",
+        "difference -1.5 is not in [−1, 1]",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0.1\nsd = 0.3\nsimulations = 0",
+        "simulations 0 is not in 1",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0.1\nsd = 0.3\nsimulation = 5",
+        "unknown field `simulation`",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\ndifference = 0.1\nsd = 0.3\nsubjects = [\"a\"]",
+        "subjects read a pilot run",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\npilot = \"missing-run\"\nsubjects = [\"a\", \"b\"]",
+        "pilot run `missing-run` does not exist",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\npilot = \".\"\nsubjects = [\"a\"]",
+        "needs `threshold`",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\npilot = \".\"\nsubjects = [\"a\", \"a\"]",
+        "two different subjects",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\npilot = \".\"\nsubjects = [\"a\", \"b\"]\nthreshold = 0.5",
+        "threshold is for one subject",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\npilot = \".\"\nsubjects = [\"a\"]\nthreshold = 1.5",
+        "threshold 1.5 is not on the CSS scale",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\npilot = \".\"",
+        "a pilot needs `subjects`",
+    ),
+    (
+        "resamples = 100",
+        "resamples = 100\n\n[power]\npilot = \".\"\nsubjects = [\"a\", \"b\"]\nsd = 0.3",
+        "sd is for a stated effect",
+    ),
     ("[aggregate]", "[aggregat]", "unknown field `aggregat`"),
     ("seed = 1\n", "seed = 1\nseed = 2\n", "duplicate key"),
     ("seed = 1\n", "seed = \n", "string values must be quoted"),

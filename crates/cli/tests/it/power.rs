@@ -355,3 +355,175 @@ fn wrong_inputs_fail_naming_what_is_wrong() {
         "failed to plan from the pilot run",
     );
 }
+
+/// The dry-run's `[power]` rows: (scope, cases needed, power with the
+/// run's cases), and the number of cases the run has.
+fn dry_run_power(stdout: &str) -> (u64, Vec<(String, String, String)>) {
+    let mut lines = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("power: "))
+        .skip(1);
+    let header = lines
+        .next()
+        .unwrap_or_else(|| panic!("no [power] block in\n{stdout}"));
+    let cases = header
+        .split("power with ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" cases"))
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or_else(|| panic!("no case count in `{header}`"));
+    let rows = lines
+        .take_while(|line| !line.trim_start().starts_with("this run's"))
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let (scope, rest) = if words[0] == "family" {
+                (format!("family {}", words[1]), &words[2..])
+            } else {
+                (words[0].to_string(), &words[1..])
+            };
+            // detect, sd, cases needed, then the power.
+            (scope, rest[2].to_string(), rest[3..].join(" "))
+        })
+        .collect();
+    (cases, rows)
+}
+
+#[test]
+fn the_dry_run_shows_the_cases_needed_and_the_power_of_its_own_cases() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    pilot(dir.path());
+    let study = |power: &str| {
+        format!(
+            r#"[run]
+name = "study"
+seed = 3
+
+[cases]
+cohort = {{ cases = 20, seed = 8 }}
+
+[catalog]
+path = "{catalog}"
+
+[[subjects]]
+name = "{REFERENCE}"
+
+[[judges]]
+name = "rule"
+
+[power]
+{power}
+simulations = 400
+"#,
+            catalog = catalog()
+        )
+    };
+    let dry_run = |text: String| {
+        std::fs::write(dir.path().join("study.toml"), text).expect("write pipeline");
+        let output = cfeval_in(
+            dir.path(),
+            &["run", "study.toml", "--run-dir", "runs/study", "--dry-run"],
+        );
+        succeeded(output, "cfeval run --dry-run")
+    };
+
+    // From the pilot: the same plan as `cfeval power --cases N` with the
+    // pipeline's seed, scope by scope.
+    let stdout = dry_run(study(&format!(
+        "pilot = \"runs/pilot\"\nsubjects = [\"{REFERENCE}\", \"{ERRATIC}\"]"
+    )));
+    let (cases, rows) = dry_run_power(&stdout);
+    assert_eq!(cases, 20, "{stdout}");
+    let run = dir.path().join("runs/pilot").display().to_string();
+    let plan = json(
+        dir.path(),
+        &[
+            "power",
+            "--run",
+            &run,
+            "--subject",
+            REFERENCE,
+            "--subject",
+            ERRATIC,
+            "--simulations",
+            "400",
+            "--seed",
+            "3",
+            "--cases",
+            "20",
+            "--json",
+            "--out",
+            "study.svg",
+        ],
+    );
+    let planned = plan["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), planned.len(), "{stdout}");
+    for (printed, row) in rows.iter().zip(planned) {
+        let scope = if row["level"] == "family" {
+            format!("family {}", row["group"].as_str().expect("group"))
+        } else {
+            "overall".to_string()
+        };
+        assert_eq!(printed.0, scope, "{stdout}");
+        assert_eq!(printed.1, row["cases"].as_u64().expect("reached").to_string());
+        let power = format!(
+            "{:.3} ± {:.3}",
+            number(&row["planned_power"]),
+            number(&row["planned_se"])
+        );
+        assert!(
+            printed.2.starts_with(&power),
+            "{scope}: {} against {power}",
+            printed.2
+        );
+        let over_rejects = number(&row["planned_type_i_error"]) > number(&plan["max_type_i_error"]);
+        assert_eq!(
+            printed.2.contains("over-rejects"),
+            over_rejects,
+            "{scope}: {}",
+            printed.2
+        );
+    }
+    let short: Vec<&(String, String, String)> = rows
+        .iter()
+        .filter(|row| row.1.parse::<u64>().expect("needed") > cases)
+        .collect();
+    let verdict = stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("this run's"))
+        .expect("verdict line");
+    if short.is_empty() {
+        assert!(
+            verdict.contains("reach the target power in every scope"),
+            "{verdict}"
+        );
+    } else {
+        for row in short {
+            assert!(verdict.contains(&format!("{} ({})", row.0, row.1)), "{verdict}");
+        }
+    }
+
+    // Stated: 20 cases are far too few for 0.1 with SD 0.4 (≈ 126 needed;
+    // power ≈ Φ(0.25 · √20 − 1.96) ≈ 0.20).
+    let stdout = dry_run(study("difference = 0.1\nsd = 0.4"));
+    assert!(
+        stdout.contains("power: stated effect (difference +0.1, sd 0.4)"),
+        "{stdout}"
+    );
+    let (_, rows) = dry_run_power(&stdout);
+    assert_eq!(rows.len(), 1, "{stdout}");
+    let needed: u64 = rows[0].1.parse().expect("needed");
+    assert!((115..=145).contains(&needed), "{stdout}");
+    let power: f64 = rows[0]
+        .2
+        .split(' ')
+        .next()
+        .and_then(|power| power.parse().ok())
+        .expect("power");
+    assert!((0.12..=0.28).contains(&power), "{stdout}");
+    assert!(
+        stdout.contains(&format!("fall short of the target power in: overall ({needed})")),
+        "{stdout}"
+    );
+    // The dry-run writes no curve.
+    assert!(!dir.path().join("runs/study/power.svg").exists());
+}
