@@ -9,8 +9,11 @@
 //! subjects × applicable variant rows ≈ `CFEVAL_SWEEP_TUPLES` (default
 //! 1,000,000), and runs the release `cfeval run` on it as a child process.
 //! Every 200 ms it reads the child's `VmRSS` and `VmHWM` from
-//! `/proc/<pid>/status`. At the end it prints the stage summary, the RSS
-//! timeline and one JSON line of results.
+//! `/proc/<pid>/status`. Then it reruns the whole sweep in a fresh run
+//! directory that holds only the first run's response cache (every call
+//! answered from it). At the end it prints the stage summary, the RSS
+//! timeline, the cache's files and bytes, the cached rerun's times and one
+//! JSON line of results.
 //!
 //! `bash benches/sweep.sh` (builds the release `cfeval` first), or
 //! `cargo build --release -p cfeval-cli && cargo bench -p cfeval-cli --bench sweep`.
@@ -20,7 +23,9 @@
 //! directory is deleted at the end unless `CFEVAL_SWEEP_KEEP=1`),
 //! `CFEVAL_SWEEP_CONCURRENCY` (calls in flight per subject, default 64),
 //! `CFEVAL_SWEEP_LATENCY_MS` (the test server's latency per call, default 0),
-//! `CFEVAL_SWEEP_RESAMPLES` (default 1000), `CFEVAL_SWEEP_RSS_CSV` (a file
+//! `CFEVAL_SWEEP_RESAMPLES` (default 1000), `CFEVAL_CACHE_LAYOUT` (`packed`,
+//! the default, or `files`: the response cache layout the child writes),
+//! `CFEVAL_SWEEP_RSS_CSV` (a file
 //! to write every RSS sample to), `CFEVAL_BIN` (the `cfeval`
 //! binary; default `$CARGO_TARGET_DIR/release/cfeval` or the workspace's
 //! `target/release/cfeval`).
@@ -222,6 +227,97 @@ fn disk_usage(path: &Path) -> (u64, u64, u64) {
     (bytes, allocated, files)
 }
 
+/// What one `cfeval run` of the sweep did.
+struct Ran {
+    wall: f64,
+    summary: String,
+    lines: Vec<Line>,
+    samples: Vec<Sample>,
+    pid: u32,
+}
+
+/// Runs `cfeval run PIPELINE --run-dir run` in `dir`, sampling its RSS;
+/// panics if it fails.
+fn run_child(binary: &Path, dir: &Path, pipeline: &Path) -> Ran {
+    let start = Instant::now();
+    let mut child = cfeval(binary, dir)
+        .arg("run")
+        .arg(pipeline)
+        .args(["--run-dir", "run"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cfeval run");
+    let pid = child.id();
+    let mut stdout = child.stdout.take().expect("child stdout");
+    let stderr = child.stderr.take().expect("child stderr");
+    let stdout_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let stderr_reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(text) = line else { break };
+            eprintln!("  [{:7.1} s] {text}", start.elapsed().as_secs_f64());
+            lines.push(Line {
+                secs: start.elapsed().as_secs_f64(),
+                text,
+            });
+        }
+        lines
+    });
+    let status_path = format!("/proc/{pid}/status");
+    let mut samples: Vec<Sample> = Vec::new();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if let Ok(text) = std::fs::read_to_string(&status_path)
+            && let (Some(rss_kib), Some(hwm_kib)) = (status_kib(&text, "VmRSS"), status_kib(&text, "VmHWM"))
+        {
+            samples.push(Sample {
+                secs: start.elapsed().as_secs_f64(),
+                rss_kib,
+                hwm_kib,
+            });
+        }
+        std::thread::sleep(SAMPLE_EVERY);
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let summary = stdout_reader.join().expect("stdout reader");
+    let lines = stderr_reader.join().expect("stderr reader");
+    assert!(
+        status.success(),
+        "cfeval run failed ({status}):\n{summary}\n{}",
+        lines
+            .iter()
+            .map(|line| line.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Ran {
+        wall,
+        summary,
+        lines,
+        samples,
+        pid,
+    }
+}
+
+/// The span of the infer stage's bars: (begin, end) in seconds of the run.
+fn infer_span_of(lines: &[Line]) -> Option<(f64, f64)> {
+    let bars: Vec<Finished> = lines
+        .iter()
+        .filter_map(finished)
+        .filter(|bar| bar.label.starts_with("infer "))
+        .collect();
+    let begin = bars.iter().map(|bar| bar.end - bar.secs).reduce(f64::min)?;
+    let end = bars.iter().map(|bar| bar.end).reduce(f64::max)?;
+    Some((begin, end))
+}
+
 fn main() {
     let target = env_number("CFEVAL_SWEEP_TUPLES", 1_000_000);
     let concurrency = env_number("CFEVAL_SWEEP_CONCURRENCY", 64);
@@ -274,74 +370,13 @@ fn main() {
     .expect("write the pipeline");
 
     let requests_before = server.requests();
-    let start = Instant::now();
-    let mut child = cfeval(&binary, dir.path())
-        .arg("run")
-        .arg(&pipeline)
-        .args(["--run-dir", "run"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn cfeval run");
-    let pid = child.id();
-    let mut stdout = child.stdout.take().expect("child stdout");
-    let stderr = child.stderr.take().expect("child stderr");
-    let stdout_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let stderr_reader = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in BufReader::new(stderr).lines() {
-            let Ok(text) = line else { break };
-            eprintln!("  [{:7.1} s] {text}", start.elapsed().as_secs_f64());
-            lines.push(Line {
-                secs: start.elapsed().as_secs_f64(),
-                text,
-            });
-        }
-        lines
-    });
-    let status_path = format!("/proc/{pid}/status");
-    let mut samples: Vec<Sample> = Vec::new();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            break status;
-        }
-        if let Ok(text) = std::fs::read_to_string(&status_path)
-            && let (Some(rss_kib), Some(hwm_kib)) = (status_kib(&text, "VmRSS"), status_kib(&text, "VmHWM"))
-        {
-            samples.push(Sample {
-                secs: start.elapsed().as_secs_f64(),
-                rss_kib,
-                hwm_kib,
-            });
-        }
-        std::thread::sleep(SAMPLE_EVERY);
-    };
-    let wall = start.elapsed().as_secs_f64();
-    if let Some(path) = std::env::var_os("CFEVAL_SWEEP_RSS_CSV") {
-        let mut csv = String::from("secs,rss_kib,hwm_kib\n");
-        for sample in &samples {
-            csv.push_str(&format!(
-                "{:.2},{},{}\n",
-                sample.secs, sample.rss_kib, sample.hwm_kib
-            ));
-        }
-        std::fs::write(&path, csv).expect("write CFEVAL_SWEEP_RSS_CSV");
-    }
-    let summary = stdout_reader.join().expect("stdout reader");
-    let lines = stderr_reader.join().expect("stderr reader");
-    assert!(
-        status.success(),
-        "cfeval run failed ({status}):\n{summary}\n{}",
-        lines
-            .iter()
-            .map(|line| line.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    let Ran {
+        wall,
+        summary,
+        lines,
+        samples,
+        pid,
+    } = run_child(&binary, dir.path(), &pipeline);
     let calls = server.requests() - requests_before;
     let per_model: Vec<(String, u64)> = (1..=HTTP_SUBJECTS)
         .map(|index| {
@@ -447,6 +482,36 @@ fn main() {
         disk_bytes as f64 / (1024.0 * 1024.0)
     );
 
+    // The cache: files and bytes, then a cached rerun of the whole sweep
+    // (a fresh run directory holding only this cache).
+    let layout = std::env::var("CFEVAL_CACHE_LAYOUT").unwrap_or_else(|_| "packed".into());
+    let (cache_bytes, cache_allocated, cache_files) = disk_usage(&dir.path().join("run/cache"));
+    let aside = dir.path().join("cache-aside");
+    std::fs::rename(dir.path().join("run/cache"), &aside).expect("move the cache aside");
+    std::fs::remove_dir_all(dir.path().join("run")).expect("remove the run");
+    std::fs::create_dir_all(dir.path().join("run")).expect("recreate the run");
+    std::fs::rename(&aside, dir.path().join("run/cache")).expect("move the cache back");
+    eprintln!(
+        "\ncached rerun ({layout} cache: {cache_files} files, {:.1} MiB):",
+        cache_bytes as f64 / (1024.0 * 1024.0)
+    );
+    let before_rerun = server.requests();
+    let rerun = run_child(&binary, dir.path(), &pipeline);
+    let rerun_calls = server.requests() - before_rerun;
+    let rerun_infer = infer_span_of(&rerun.lines);
+    let rerun_hwm = rerun
+        .samples
+        .iter()
+        .map(|sample| sample.hwm_kib)
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "cached rerun: {:.1} s wall, infer {:.1} s, {rerun_calls} calls at the server, peak {:.1} MiB",
+        rerun.wall,
+        rerun_infer.map_or(f64::NAN, |(begin, end)| end - begin),
+        mib(rerun_hwm)
+    );
+
     let round1 = |value: f64| (value * 10.0).round() / 10.0;
     let stage = |span: Option<(f64, f64)>| span.map(|(begin, end)| round1(end - begin));
     let json = serde_json::json!({
@@ -482,6 +547,18 @@ fn main() {
         "run_dir_allocated_mib": round1(disk_allocated as f64 / (1024.0 * 1024.0)),
         "run_dir_files": disk_files,
         "goal_peak_rss_mib": 512,
+        "cache": {
+            "layout": layout,
+            "files": cache_files,
+            "mib": round1(cache_bytes as f64 / (1024.0 * 1024.0)),
+            "allocated_mib": round1(cache_allocated as f64 / (1024.0 * 1024.0)),
+        },
+        "cached_rerun": {
+            "wall_s": round1(rerun.wall),
+            "infer_s": rerun_infer.map(|(begin, end)| round1(end - begin)),
+            "server_calls": rerun_calls,
+            "peak_rss_mib": round1(mib(rerun_hwm)),
+        },
     });
     println!("{json}");
     drop(server);

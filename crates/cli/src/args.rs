@@ -58,6 +58,8 @@ pub enum Command {
     Show(ShowArgs),
     /// Human labels: a blinded, stratified sample for raters, and their labels back.
     Labels(LabelsArgs),
+    /// Look after a response cache: stats, verify, compact.
+    Cache(crate::cache_cmd::CacheArgs),
 }
 
 #[derive(Debug, Args)]

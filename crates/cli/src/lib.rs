@@ -7,6 +7,7 @@
 
 mod aggregate_cmd;
 mod args;
+mod cache_cmd;
 mod compare_cmd;
 mod driver;
 mod export_inspect;
@@ -84,6 +85,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Aggregate(args) => aggregate_cmd::aggregate(&args, &mut std::io::stdout().lock()),
         Command::Compare(args) => compare_cmd::compare(&args, &mut std::io::stdout().lock()),
         Command::Power(args) => power_cmd::power(&args, &mut std::io::stdout().lock()),
+        Command::Cache(args) => cache_cmd::cache(&args, &mut std::io::stdout().lock()),
         Command::Export(args) => match &args.command {
             args::ExportCommand::Inspect(args) => export_inspect::export(args, &mut std::io::stdout().lock()),
         },

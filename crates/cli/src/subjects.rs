@@ -51,6 +51,17 @@ pub fn file_name(name: &str) -> String {
         .collect()
 }
 
+/// How new cache entries are written: `CFEVAL_CACHE_LAYOUT` = `packed`
+/// (the default) or `files` (one JSON file per entry, the earlier layout;
+/// the benchmarks compare the two). Either layout is read.
+fn cache_layout() -> anyhow::Result<cfeval_model::CacheLayout> {
+    match std::env::var("CFEVAL_CACHE_LAYOUT") {
+        Err(_) => Ok(cfeval_model::CacheLayout::Packed),
+        Ok(text) => cfeval_model::CacheLayout::parse(&text)
+            .with_context(|| format!("CFEVAL_CACHE_LAYOUT is `{text}`; it is `packed` or `files`")),
+    }
+}
+
 /// A model client for `name` (`provider/model` or `embedded/<model>`), with
 /// the run's response cache and call journal.
 pub fn model_client(name: &str, run_dir: &Path, settings: &ModelSettings) -> anyhow::Result<ModelClient> {
@@ -58,7 +69,7 @@ pub fn model_client(name: &str, run_dir: &Path, settings: &ModelSettings) -> any
         .cache_dir
         .clone()
         .unwrap_or_else(|| run_dir.join("cache"));
-    let cache = ResponseCache::open(&cache_dir, true)
+    let cache = ResponseCache::open_with(&cache_dir, true, cache_layout()?)
         .with_context(|| format!("opening the response cache {}", cache_dir.display()))?;
     let journal_path = settings
         .journal

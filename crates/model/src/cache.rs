@@ -3,11 +3,24 @@
 //! The key is the BLAKE3 hash of the canonical JSON of the backend kind, model, base URL
 //! and the whole request (messages, tools, parameters, salt), so two models never share
 //! an answer and any change to a request is a new key. Only successful responses are
-//! stored; errors never are. Entries are files `<dir>/<2 hex>/<64 hex>.json`, written to a
-//! temporary file, optionally fsynced, then renamed: a reader sees a whole entry or
-//! none, and several processes (sharded runs) can share one directory. An entry that
-//! does not parse (a crash mid-write on a filesystem without rename ordering) is a
-//! miss and gets rewritten.
+//! stored; errors never are.
+//!
+//! **Layout.** Entries are records in append-only segment files under `<dir>/packed/`
+//! (the `segment` module has the format, `packed` the writer and reader): each process appends
+//! to a segment of its own, each record is checksummed, and each sealed segment has an
+//! index. A sweep of a million calls leaves tens of files, not a million. A record that
+//! does not check out is a miss (the call is made again), never another answer; the torn
+//! tail a killed writer leaves is cut off by the next process that opens the cache.
+//! `cfeval cache stats|verify|compact` look after a cache directory ([`maintain`]).
+//!
+//! **The one-file layout** of earlier cfeval versions — `<dir>/<2 hex>/<64 hex>.json`,
+//! one JSON entry per file — is still read: a lookup the segments miss is looked up
+//! there, and `cfeval cache compact` moves such files into segments. [`Layout::Files`]
+//! still writes it (for comparison in the benchmarks).
+
+pub mod maintain;
+pub(crate) mod packed;
+pub(crate) mod segment;
 
 use std::fmt;
 use std::io::Write;
@@ -27,7 +40,7 @@ pub const CACHE_FORMAT: u32 = 1;
 
 /// A 256-bit content address.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CacheKey([u8; 32]);
+pub struct CacheKey(pub(crate) [u8; 32]);
 
 impl CacheKey {
     /// The key of `request` sent to `identity`.
@@ -74,6 +87,27 @@ pub struct CacheEntry {
     pub response: ChatResponse,
 }
 
+/// How new entries are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Checksummed records in segment files (the default).
+    #[default]
+    Packed,
+    /// One JSON file per entry, as cfeval wrote before segments (read either way).
+    Files,
+}
+
+impl Layout {
+    /// `packed` or `files`.
+    pub fn parse(text: &str) -> Option<Layout> {
+        match text {
+            "packed" => Some(Layout::Packed),
+            "files" => Some(Layout::Files),
+            _ => None,
+        }
+    }
+}
+
 /// A cache directory.
 #[derive(Debug, Clone)]
 pub struct ResponseCache {
@@ -84,6 +118,10 @@ pub struct ResponseCache {
 struct CacheInner {
     dir: PathBuf,
     fsync: bool,
+    layout: Layout,
+    packed: Arc<packed::Packed>,
+    /// Whether the directory holds one-file entries to read.
+    files: std::sync::atomic::AtomicBool,
     counter: AtomicU64,
     /// Bounds the blocking threads doing cache I/O (a sweep submits thousands of calls
     /// at once; each would otherwise take a blocking-pool thread for its lookup).
@@ -93,16 +131,41 @@ struct CacheInner {
 /// Cache reads and writes running at once, at most.
 const IO_SLOTS: usize = 8;
 
+/// Whether `dir` holds entries of the one-file layout (a `<2 hex>` folder).
+pub(crate) fn has_file_entries(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.filter_map(std::result::Result::ok).any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.len() == 2
+                && name.bytes().all(|byte| byte.is_ascii_hexdigit())
+                && entry.file_type().is_ok_and(|kind| kind.is_dir())
+        })
+    })
+}
+
 impl ResponseCache {
-    /// Opens (creating) a cache at `dir`. With `fsync`, each entry is flushed to disk
-    /// before it is renamed into place (survives power loss, not only a killed process).
+    /// Opens (creating) a cache at `dir`, writing the packed layout. With `fsync`, each
+    /// entry is flushed to disk before the call counts as stored (survives power loss,
+    /// not only a killed process).
     pub fn open(dir: impl Into<PathBuf>, fsync: bool) -> Result<Self> {
+        Self::open_with(dir, fsync, Layout::Packed)
+    }
+
+    /// [`Self::open`], writing new entries in `layout`.
+    pub fn open_with(dir: impl Into<PathBuf>, fsync: bool, layout: Layout) -> Result<Self> {
         let dir = dir.into();
         fs_err::create_dir_all(&dir).map_err(|err| Error::io("create cache directory", &dir, err))?;
+        let packed = packed::Packed::open(&dir, fsync)
+            .map_err(|err| Error::io("open the packed cache in", &dir, err))?;
+        let files = has_file_entries(&dir);
         Ok(ResponseCache {
             inner: Arc::new(CacheInner {
                 dir,
                 fsync,
+                layout,
+                packed,
+                files: std::sync::atomic::AtomicBool::new(files),
                 counter: AtomicU64::new(0),
                 io_slots: tokio::sync::Semaphore::new(IO_SLOTS),
             }),
@@ -113,14 +176,41 @@ impl ResponseCache {
         &self.inner.dir
     }
 
-    /// Where `key`'s entry lives.
+    /// Where `key`'s entry lives in the one-file layout.
     pub fn path_of(&self, key: &CacheKey) -> PathBuf {
         let hex = key.to_hex();
         self.inner.dir.join(&hex[..2]).join(format!("{hex}.json"))
     }
 
+    /// Whether the cache holds an entry for `key` (without reading it).
+    pub fn contains(&self, key: &CacheKey) -> bool {
+        self.inner.packed.contains(key)
+            || (self.inner.files.load(Ordering::Relaxed) && self.path_of(key).is_file())
+    }
+
+    /// The keys in the packed segments (the one-file layout's are not counted).
+    pub fn packed_len(&self) -> usize {
+        self.inner.packed.len()
+    }
+
     /// The stored response for `key`, if any (blocking file I/O; see [`Self::get`]).
     pub fn get_blocking(&self, key: &CacheKey) -> Result<Option<ChatResponse>> {
+        if let Some(payload) = self.inner.packed.get(key) {
+            match decode_payload(&payload, key) {
+                Ok(response) => return Ok(Some(response)),
+                Err(reason) => {
+                    tracing::warn!(key = %key, %reason, "unusable cache record; ignored");
+                }
+            }
+        }
+        if self.inner.files.load(Ordering::Relaxed) {
+            return self.get_file(key);
+        }
+        Ok(None)
+    }
+
+    /// A one-file entry.
+    fn get_file(&self, key: &CacheKey) -> Result<Option<ChatResponse>> {
         let path = self.path_of(key);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -149,6 +239,35 @@ impl ResponseCache {
         identity: &BackendIdentity,
         response: &ChatResponse,
     ) -> Result<()> {
+        if self.inner.layout == Layout::Files {
+            return self.put_file(key, identity, response);
+        }
+        let payload = segment::Payload {
+            format: CACHE_FORMAT,
+            backend: identity.backend.clone(),
+            subject: identity.subject.clone(),
+            model: identity.model.clone(),
+            base_url: identity.base_url.clone(),
+            created_unix_ms: crate::journal::unix_ms(),
+            response: serde_json::to_string(response)
+                .map_err(|err| Error::json("encode cache entry", err))?,
+        }
+        .encode()
+        .map_err(|reason| {
+            Error::io(
+                "encode cache entry for",
+                self.dir(),
+                std::io::Error::other(reason),
+            )
+        })?;
+        self.inner
+            .packed
+            .put(key, &payload, self.inner.fsync)
+            .map_err(|err| Error::io("write cache entry in", self.inner.packed.dir(), err))
+    }
+
+    /// Writes a one-file entry.
+    fn put_file(&self, key: &CacheKey, identity: &BackendIdentity, response: &ChatResponse) -> Result<()> {
         let entry = CacheEntry {
             format: CACHE_FORMAT,
             key: key.to_hex(),
@@ -169,6 +288,7 @@ impl ResponseCache {
             ));
         };
         fs_err::create_dir_all(parent).map_err(|err| Error::io("create cache directory", parent, err))?;
+        self.inner.files.store(true, Ordering::Relaxed);
         let temp = parent.join(format!(
             ".tmp-{}-{}-{}",
             key.to_hex(),
@@ -237,12 +357,25 @@ impl ResponseCache {
     }
 }
 
+/// The response in a packed record's payload, checked to be of this
+/// format.
+pub(crate) fn decode_payload(payload: &[u8], key: &CacheKey) -> std::result::Result<ChatResponse, String> {
+    let payload = segment::Payload::decode(payload)?;
+    if payload.format != CACHE_FORMAT {
+        return Err(format!(
+            "entry format {} (this cfeval reads {CACHE_FORMAT})",
+            payload.format
+        ));
+    }
+    serde_json::from_str(&payload.response).map_err(|err| format!("response of {key}: {err}"))
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::types::{ChatParams, Message, Usage};
 
-    fn identity(model: &str, base_url: &str) -> BackendIdentity {
+    pub(crate) fn identity(model: &str, base_url: &str) -> BackendIdentity {
         BackendIdentity {
             backend: "openai-chat".into(),
             subject: format!("vllm/{model}"),
@@ -251,14 +384,14 @@ mod tests {
         }
     }
 
-    fn response(text: &str) -> ChatResponse {
+    pub(crate) fn response(text: &str) -> ChatResponse {
         ChatResponse {
             text: Some(text.into()),
             tool_calls: Vec::new(),
             finish_reason: Some("stop".into()),
             usage: Usage::default(),
             model: None,
-            raw: serde_json::json!({"id": 1}),
+            raw: serde_json::json!({"id": text}),
         }
     }
 
@@ -282,14 +415,34 @@ mod tests {
         assert_eq!(a.to_hex().len(), 64);
     }
 
+    fn key_of(text: &str) -> CacheKey {
+        CacheKey::new(
+            &identity("m1", "http://x"),
+            &ChatRequest::new(vec![Message::user(text)]),
+        )
+        .unwrap()
+    }
+
+    /// The one segment file of a packed cache.
+    fn only_segment(dir: &Path) -> PathBuf {
+        let segments: Vec<PathBuf> = std::fs::read_dir(dir.join(packed::PACKED_DIR))
+            .unwrap()
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "seg"))
+            .collect();
+        assert_eq!(segments.len(), 1, "{segments:?}");
+        segments[0].clone()
+    }
+
     #[test]
-    fn stores_reads_and_ignores_corrupt_entries() {
+    fn one_file_entries_are_read_and_a_corrupt_one_is_a_miss() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = ResponseCache::open(dir.path(), true).unwrap();
+        let cache = ResponseCache::open_with(dir.path(), true, Layout::Files).unwrap();
         let id = identity("m1", "http://x");
-        let key = CacheKey::new(&id, &ChatRequest::new(vec![Message::user("hi")])).unwrap();
+        let key = key_of("hi");
         assert_eq!(cache.get_blocking(&key).unwrap(), None);
         cache.put_blocking(&key, &id, &response("hello")).unwrap();
+        assert!(cache.path_of(&key).is_file());
         assert_eq!(cache.get_blocking(&key).unwrap(), Some(response("hello")));
         std::fs::write(cache.path_of(&key), b"{\"format\":1,\"ke").unwrap();
         assert_eq!(cache.get_blocking(&key).unwrap(), None);
@@ -302,5 +455,71 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
             .count();
         assert_eq!(leftovers, 0);
+        drop(cache);
+        // The packed layout reads what the one-file layout wrote.
+        let packed = ResponseCache::open(dir.path(), false).unwrap();
+        assert!(packed.contains(&key));
+        assert_eq!(packed.get_blocking(&key).unwrap(), Some(response("again")));
+    }
+
+    #[test]
+    fn packed_entries_survive_reopening_and_a_damaged_record_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = identity("m1", "http://x");
+        let (first, second) = (key_of("first"), key_of("second"));
+        {
+            let cache = ResponseCache::open(dir.path(), true).unwrap();
+            cache.put_blocking(&first, &id, &response("one")).unwrap();
+            cache.put_blocking(&second, &id, &response("two")).unwrap();
+            assert_eq!(cache.get_blocking(&first).unwrap(), Some(response("one")));
+            // A second opener in this process shares the writer.
+            let again = ResponseCache::open(dir.path(), false).unwrap();
+            assert_eq!(again.get_blocking(&second).unwrap(), Some(response("two")));
+            assert!(!has_file_entries(dir.path()));
+        }
+        let segment = only_segment(dir.path());
+        assert!(packed::index_path(&segment).is_file(), "sealed on close");
+        let cache = ResponseCache::open(dir.path(), false).unwrap();
+        assert_eq!(cache.packed_len(), 2);
+        assert_eq!(cache.get_blocking(&second).unwrap(), Some(response("two")));
+        drop(cache);
+
+        // Flip a byte inside the first record's payload: that key is a miss,
+        // the other is still read, and a new answer is stored and read.
+        let mut bytes = std::fs::read(&segment).unwrap();
+        bytes[segment::SEGMENT_MAGIC.len() + segment::HEADER + 5] ^= 0x20;
+        std::fs::write(&segment, &bytes).unwrap();
+        let cache = ResponseCache::open(dir.path(), false).unwrap();
+        assert_eq!(cache.get_blocking(&first).unwrap(), None);
+        assert_eq!(cache.get_blocking(&second).unwrap(), Some(response("two")));
+        cache.put_blocking(&first, &id, &response("one again")).unwrap();
+        assert_eq!(cache.get_blocking(&first).unwrap(), Some(response("one again")));
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_off_by_the_next_opener_and_nothing_before_it_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = identity("m1", "http://x");
+        let keys: Vec<CacheKey> = (0..5).map(|n| key_of(&format!("q{n}"))).collect();
+        {
+            let cache = ResponseCache::open(dir.path(), false).unwrap();
+            for (n, key) in keys.iter().enumerate() {
+                cache.put_blocking(key, &id, &response(&format!("a{n}"))).unwrap();
+            }
+        }
+        // As a killed writer leaves it: no index, half a record at the end.
+        let segment = only_segment(dir.path());
+        std::fs::remove_file(packed::index_path(&segment)).unwrap();
+        let whole = std::fs::metadata(&segment).unwrap().len();
+        let mut file = std::fs::OpenOptions::new().append(true).open(&segment).unwrap();
+        let torn = segment::encode_record(&key_of("torn"), b"0123456789abcdef");
+        file.write_all(&torn[..30]).unwrap();
+        drop(file);
+        let cache = ResponseCache::open(dir.path(), false).unwrap();
+        for (n, key) in keys.iter().enumerate() {
+            assert_eq!(cache.get_blocking(key).unwrap(), Some(response(&format!("a{n}"))));
+        }
+        assert_eq!(std::fs::metadata(&segment).unwrap().len(), whole, "torn tail cut");
+        assert!(packed::index_path(&segment).is_file(), "sealed by the opener");
     }
 }

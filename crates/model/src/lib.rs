@@ -53,7 +53,7 @@ pub use backend::{
     AnthropicBackend, BackendIdentity, Blocking, BlockingChatBackend, BoxFuture, ChatBackend, OpenAiBackend,
     http_backend,
 };
-pub use cache::{CacheKey, ResponseCache};
+pub use cache::{CacheKey, Layout as CacheLayout, ResponseCache, maintain as cache_maintenance};
 pub use client::{
     CallFailure, ClientStats, Completion, ModelClient, ModelClientBuilder, ReplyCheck, Unusable,
 };

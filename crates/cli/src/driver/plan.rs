@@ -638,7 +638,7 @@ fn plan_unit(
                     cfeval_infer::single_shot_request(&variant, prompts, &settings.for_sample(sample));
                 if mode == Mode::SingleShot
                     && let (Some(identity), Some(cache)) = (&identity, cache)
-                    && cache.path_of(&CacheKey::new(identity, &request)?).is_file()
+                    && cache.contains(&CacheKey::new(identity, &request)?)
                 {
                     cached += 1;
                     continue;

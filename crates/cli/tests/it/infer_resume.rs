@@ -234,6 +234,53 @@ fn sigkilled_infer_resumes_to_the_uninterrupted_responses() {
         (clean_calls - CONCURRENCY * KILLS..=clean_calls).contains(&journaled),
         "{journaled} journaled answers of {clean_calls}"
     );
+
+    // The packed cache after 10 kills: one segment per process at most,
+    // every torn tail cut off and every segment sealed by the next opener,
+    // every answer in it once, and nothing damaged.
+    let run_arg = run.display().to_string();
+    let verify = crate::support::cfeval(&["cache", "verify", &run_arg]);
+    assert!(
+        verify.status.success(),
+        "cfeval cache verify: {}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let stats = crate::support::cfeval(&["cache", "stats", &run_arg, "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats JSON");
+    assert_eq!(stats["keys"], clean.len(), "{stats}");
+    assert_eq!(stats["file_entries"], 0, "{stats}");
+    assert_eq!(
+        (stats["torn_bytes"].as_u64(), stats["damaged_bytes"].as_u64()),
+        (Some(0), Some(0)),
+        "{stats}"
+    );
+    assert_eq!(stats["segments"], stats["sealed_segments"], "{stats}");
+    assert!(
+        stats["segments"]
+            .as_u64()
+            .is_some_and(|segments| segments <= KILLS + 1),
+        "{stats}"
+    );
+    let compacted = crate::support::cfeval(&["cache", "compact", &run_arg, "--json"]);
+    let compacted: serde_json::Value = serde_json::from_slice(&compacted.stdout).expect("compact JSON");
+    assert_eq!(
+        (compacted["keys"].as_u64(), compacted["files_after"].as_u64()),
+        (Some(clean.len() as u64), Some(2)),
+        "{compacted}"
+    );
+    // A rerun after compaction is answered from the cache alone.
+    let before = server.requests();
+    std::fs::remove_dir_all(run.join("responses")).expect("remove responses");
+    let _ = std::fs::remove_dir_all(run.join("_units"));
+    succeeded(
+        infer_command(&run, subject, &url, &[])
+            .output()
+            .expect("run cfeval"),
+        "rerun",
+    );
+    assert_eq!(server.requests(), before, "the rerun made calls");
+    assert_eq!(answers(&read_responses(&run)), clean);
 }
 
 /// Every file under `dir`, as (path, lossy text).

@@ -13,18 +13,11 @@ fn prompt(index: usize) -> ChatRequest {
     ChatRequest::new(vec![Message::user(format!("case {index}"))])
 }
 
+/// Distinct answers in a cache directory, packed or one-file.
 fn count_cache_files(dir: &std::path::Path) -> usize {
-    let mut count = 0;
-    for shard in std::fs::read_dir(dir).expect("cache dir").filter_map(|e| e.ok()) {
-        if shard.path().is_dir() {
-            count += std::fs::read_dir(shard.path())
-                .expect("cache shard")
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count();
-        }
-    }
-    count
+    let stats = cfeval_model::cache_maintenance::stats(dir).expect("cache stats");
+    assert_eq!(stats.damaged_bytes + stats.torn_bytes, 0, "{stats:?}");
+    (stats.keys + stats.file_entries) as usize
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

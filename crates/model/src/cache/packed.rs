@@ -1,0 +1,480 @@
+//! The packed store: the segments of one cache directory, an in-memory
+//! index of every key, and this process's writer.
+//!
+//! **Writers.** A process appends to one segment of its own at a time
+//! (`<unix ms>-<pid>-<n>.seg`), holding an exclusive lock on it, so sharded
+//! processes never write the same file. At 64 MiB, and when the process
+//! lets go of the cache, the segment is sealed: its index is written
+//! (temporary file, rename) and the lock released.
+//!
+//! **Readers.** Opening the directory reads every sealed segment's index
+//! and scans the segments without one. A segment without an index whose
+//! lock can be taken belongs to a writer that died (kill -9): its torn tail
+//! is cut off and it is sealed then. One still locked belongs to a live
+//! writer and is read up to its last whole record. A miss looks again (at
+//! most every [`REFRESH`]) for what other processes have written since.
+//!
+//! **Lookups** read the one record the index points at and check its
+//! checksum and key: a damaged record is a miss, never another answer.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use super::CacheKey;
+use super::segment::{self, SEGMENT_MAGIC};
+
+/// A segment is sealed once it reaches this size.
+pub(crate) const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+/// A miss looks for other processes' new records at most this often.
+pub(crate) const REFRESH: Duration = Duration::from_millis(200);
+
+/// The folder of the packed store inside a cache directory.
+pub(crate) const PACKED_DIR: &str = "packed";
+
+/// Where a key's record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Location {
+    segment: u32,
+    offset: u64,
+}
+
+#[derive(Debug)]
+struct Segment {
+    name: OsString,
+    file: File,
+    /// Sealed (indexed) or written by this process: nothing new to read.
+    settled: bool,
+    /// Read up to here (a live writer's segment).
+    scanned_to: u64,
+}
+
+#[derive(Debug, Default)]
+struct Index {
+    keys: HashMap<CacheKey, Location>,
+    segments: Vec<Segment>,
+    by_name: HashMap<OsString, u32>,
+    refreshed: Option<Instant>,
+}
+
+impl Index {
+    fn insert_all(&mut self, segment: u32, records: Vec<(CacheKey, u64)>) {
+        for (key, offset) in records {
+            self.keys.insert(key, Location { segment, offset });
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Writer {
+    file: File,
+    path: PathBuf,
+    segment: u32,
+    len: u64,
+    records: Vec<(CacheKey, u64)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Packed {
+    dir: PathBuf,
+    index: RwLock<Index>,
+    writer: Mutex<Option<Writer>>,
+    /// Whether sealing fsyncs the index (set when any opener asks for fsync).
+    fsync: std::sync::atomic::AtomicBool,
+    counter: AtomicU64,
+}
+
+/// Every packed store this process has open, by directory: one writer per
+/// process and directory, however many clients open the cache.
+static OPEN: Mutex<Vec<(PathBuf, Weak<Packed>)>> = Mutex::new(Vec::new());
+
+fn io_error(what: &str, path: &Path, err: std::io::Error) -> std::io::Error {
+    std::io::Error::new(err.kind(), format!("{what} {}: {err}", path.display()))
+}
+
+impl Packed {
+    /// The store of `cache_dir` (its `packed/` folder, created), shared with
+    /// any other opener in this process.
+    pub fn open(cache_dir: &Path, fsync: bool) -> std::io::Result<Arc<Packed>> {
+        let dir = cache_dir.join(PACKED_DIR);
+        fs_err::create_dir_all(&dir)?;
+        let canonical = fs_err::canonicalize(&dir)?;
+        let mut open = OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        open.retain(|(_, store)| store.strong_count() > 0);
+        if let Some(store) = open
+            .iter()
+            .find(|(path, _)| *path == canonical)
+            .and_then(|(_, store)| store.upgrade())
+        {
+            if fsync {
+                store.fsync.store(true, Ordering::Relaxed);
+            }
+            return Ok(store);
+        }
+        let store = Arc::new(Packed {
+            dir,
+            index: RwLock::new(Index::default()),
+            writer: Mutex::new(None),
+            fsync: std::sync::atomic::AtomicBool::new(fsync),
+            counter: AtomicU64::new(0),
+        });
+        store.refresh(true)?;
+        open.push((canonical, Arc::downgrade(&store)));
+        Ok(store)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn read_index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write_index(&self) -> std::sync::RwLockWriteGuard<'_, Index> {
+        self.index
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Keys known.
+    pub fn len(&self) -> usize {
+        self.read_index().keys.len()
+    }
+
+    /// Whether `key` has a record (looking again for other processes'
+    /// records when it has none).
+    pub fn contains(&self, key: &CacheKey) -> bool {
+        if self.read_index().keys.contains_key(key) {
+            return true;
+        }
+        if let Err(err) = self.refresh(false) {
+            tracing::warn!(error = %err, "could not look for new cache records");
+        }
+        self.read_index().keys.contains_key(key)
+    }
+
+    /// The payload of `key`'s record; `None` when there is none or it is
+    /// damaged (with a warning).
+    pub fn get(&self, key: &CacheKey) -> Option<Vec<u8>> {
+        if let Some(found) = self.read_at(key) {
+            return found;
+        }
+        if let Err(err) = self.refresh(false) {
+            tracing::warn!(error = %err, "could not look for new cache records");
+        }
+        self.read_at(key).flatten()
+    }
+
+    /// `None`: no record of the key; `Some(None)`: a damaged one.
+    fn read_at(&self, key: &CacheKey) -> Option<Option<Vec<u8>>> {
+        let index = self.read_index();
+        let location = *index.keys.get(key)?;
+        let segment = &index.segments[location.segment as usize];
+        Some(match segment::read_record(&segment.file, location.offset) {
+            Ok((found, payload)) if found == *key => Some(payload),
+            Ok(_) => {
+                tracing::warn!(segment = ?segment.name, offset = location.offset, "cache record of another key; ignored");
+                None
+            }
+            Err(reason) => {
+                tracing::warn!(segment = ?segment.name, offset = location.offset, %reason, "damaged cache record; ignored");
+                None
+            }
+        })
+    }
+
+    /// Appends a record of `key` with `payload`.
+    pub fn put(&self, key: &CacheKey, payload: &[u8], fsync: bool) -> std::io::Result<()> {
+        let record = segment::encode_record(key, payload);
+        let mut writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if writer.is_none() {
+            *writer = Some(self.new_writer()?);
+        }
+        let Some(active) = writer.as_mut() else {
+            return Err(std::io::Error::other("no cache writer"));
+        };
+        let offset = active.len;
+        let written = active
+            .file
+            .write_all(&record)
+            .and_then(|()| if fsync { active.file.sync_data() } else { Ok(()) });
+        if let Err(err) = written {
+            // Whatever part was written is a damaged record the next
+            // reader skips; write on in a fresh segment.
+            let path = active.path.clone();
+            if let Some(broken) = writer.take() {
+                self.seal(broken);
+            }
+            return Err(io_error("append to cache segment", &path, err));
+        }
+        active.len += record.len() as u64;
+        active.records.push((*key, offset));
+        self.write_index().keys.insert(
+            *key,
+            Location {
+                segment: active.segment,
+                offset,
+            },
+        );
+        if active.len >= SEGMENT_BYTES
+            && let Some(full) = writer.take()
+        {
+            self.seal(full);
+        }
+        Ok(())
+    }
+
+    fn new_writer(&self) -> std::io::Result<Writer> {
+        loop {
+            let name = format!(
+                "{}-{}-{}.seg",
+                crate::journal::unix_ms(),
+                std::process::id(),
+                self.counter.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = self.dir.join(&name);
+            let mut file = match OpenOptions::new()
+                .read(true)
+                .append(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(file) => file,
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(err) => return Err(io_error("create cache segment", &path, err)),
+            };
+            file.try_lock().map_err(|err| {
+                io_error(
+                    "lock cache segment",
+                    &path,
+                    std::io::Error::other(err.to_string()),
+                )
+            })?;
+            file.write_all(SEGMENT_MAGIC)
+                .map_err(|err| io_error("write cache segment", &path, err))?;
+            let reader = File::open(&path).map_err(|err| io_error("open cache segment", &path, err))?;
+            let mut index = self.write_index();
+            let segment = index.segments.len() as u32;
+            index.segments.push(Segment {
+                name: name.clone().into(),
+                file: reader,
+                settled: true,
+                scanned_to: 0,
+            });
+            index.by_name.insert(name.into(), segment);
+            return Ok(Writer {
+                file,
+                path,
+                segment,
+                len: SEGMENT_MAGIC.len() as u64,
+                records: Vec::new(),
+            });
+        }
+    }
+
+    /// Writes the index of the writer's segment and lets it go.
+    fn seal(&self, writer: Writer) {
+        if let Err(err) = write_index_file(
+            &writer.path,
+            writer.len,
+            &writer.records,
+            self.fsync.load(Ordering::Relaxed),
+        ) {
+            // Readers scan a segment without an index: nothing is lost.
+            tracing::warn!(error = %err, "could not write a cache segment's index");
+        }
+    }
+
+    /// Reads the segments this process does not know yet and what live
+    /// writers appended since; with `force`, whatever the time since the
+    /// last look.
+    fn refresh(&self, force: bool) -> std::io::Result<()> {
+        if !force
+            && self
+                .read_index()
+                .refreshed
+                .is_some_and(|at| at.elapsed() < REFRESH)
+        {
+            return Ok(());
+        }
+        let mut names: Vec<OsString> = fs_err::read_dir(&self.dir)?
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name())
+            .filter(|name| Path::new(name).extension().is_some_and(|ext| ext == "seg"))
+            .collect();
+        names.sort();
+        let mut index = self.write_index();
+        index.refreshed = Some(Instant::now());
+        for name in names {
+            let known = index.by_name.get(&name).copied();
+            match known {
+                Some(number) if index.segments[number as usize].settled => {}
+                Some(number) => {
+                    let path = self.dir.join(&name);
+                    let from = index.segments[number as usize].scanned_to;
+                    let (records, to, settled) = read_segment(&path, from)?;
+                    let segment = &mut index.segments[number as usize];
+                    segment.scanned_to = to;
+                    segment.settled = settled;
+                    index.insert_all(number, records);
+                }
+                None => {
+                    let path = self.dir.join(&name);
+                    let file = match File::open(&path) {
+                        Ok(file) => file,
+                        // Compacted away since the listing.
+                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                        Err(err) => return Err(io_error("open cache segment", &path, err)),
+                    };
+                    if !segment::is_segment(&file) {
+                        if file.metadata().map(|meta| meta.len()).unwrap_or(0) >= SEGMENT_MAGIC.len() as u64 {
+                            tracing::warn!(path = %path.display(), "not a cache segment; ignored");
+                        }
+                        continue;
+                    }
+                    let (records, to, settled) = read_segment(&path, 0)?;
+                    let number = index.segments.len() as u32;
+                    index.segments.push(Segment {
+                        name: name.clone(),
+                        file,
+                        settled,
+                        scanned_to: to,
+                    });
+                    index.by_name.insert(name, number);
+                    index.insert_all(number, records);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Packed {
+    fn drop(&mut self) {
+        let writer = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(writer) = writer {
+            self.seal(writer);
+        }
+    }
+}
+
+/// The index path of a segment.
+pub(crate) fn index_path(segment: &Path) -> PathBuf {
+    segment.with_extension("idx")
+}
+
+/// Writes `segment`'s index (temporary file, then rename).
+pub(crate) fn write_index_file(
+    segment: &Path,
+    len: u64,
+    records: &[(CacheKey, u64)],
+    fsync: bool,
+) -> std::io::Result<()> {
+    let path = index_path(segment);
+    let temp = path.with_extension("idx.tmp");
+    let bytes = segment::encode_index(len, records);
+    let write = || -> std::io::Result<()> {
+        let mut file = File::create(&temp)?;
+        file.write_all(&bytes)?;
+        if fsync {
+            file.sync_data()?;
+        }
+        std::fs::rename(&temp, &path)
+    };
+    write().map_err(|err| {
+        let _ = std::fs::remove_file(&temp);
+        io_error("write cache index", &path, err)
+    })
+}
+
+/// The valid index of a segment of `len` bytes, if it has one.
+pub(crate) fn load_index(segment: &Path, len: u64) -> Option<Vec<(CacheKey, u64)>> {
+    let path = index_path(segment);
+    let bytes = std::fs::read(&path).ok()?;
+    match segment::decode_index(&bytes) {
+        Ok((covered, records)) if covered == len => Some(records),
+        Ok((covered, _)) => {
+            tracing::warn!(path = %path.display(), covered, len, "cache index of another segment length; scanning the segment");
+            None
+        }
+        Err(reason) => {
+            tracing::warn!(path = %path.display(), %reason, "damaged cache index; scanning the segment");
+            None
+        }
+    }
+}
+
+/// A segment's records from `from` on: from its index when it has a valid
+/// one; else by a scan, and when no writer holds it (its writer died), its
+/// torn tail cut off and its index written. Returns the records, where
+/// they end and whether the segment is settled (sealed now).
+/// A segment's records read from some offset on: the records (key,
+/// offset), where they end, and whether the segment is settled.
+type Records = (Vec<(CacheKey, u64)>, u64, bool);
+
+fn read_segment(path: &Path, from: u64) -> std::io::Result<Records> {
+    let (file, writable) = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(file) => (file, true),
+        // A cache this process may only read: read it as it stands.
+        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => (
+            File::open(path).map_err(|err| io_error("open cache segment", path, err))?,
+            false,
+        ),
+        Err(err) => return Err(io_error("open cache segment", path, err)),
+    };
+    let len = file.metadata()?.len();
+    if let Some(records) = load_index(path, len) {
+        let records = records
+            .into_iter()
+            .filter(|(_, offset)| *offset >= from)
+            .collect();
+        return Ok((records, len, true));
+    }
+    let dead = match file.try_lock() {
+        Ok(()) => writable,
+        Err(TryLockError::WouldBlock) => false,
+        Err(TryLockError::Error(err)) => return Err(io_error("lock cache segment", path, err)),
+    };
+    let scanned = segment::scan(&file, from)?;
+    if !dead {
+        return Ok((scanned.records, scanned.end, false));
+    }
+    // Its writer is gone: seal it as it stands. A scan from `from` only
+    // saw the tail, so index the whole segment.
+    let whole = if from > SEGMENT_MAGIC.len() as u64 {
+        segment::scan(&file, 0)?
+    } else {
+        scanned.clone()
+    };
+    if whole.torn_bytes() > 0 {
+        tracing::warn!(
+            path = %path.display(),
+            bytes = whole.torn_bytes(),
+            "cache segment with a torn tail (its writer was killed); cutting it off"
+        );
+        file.set_len(whole.end)
+            .map_err(|err| io_error("truncate cache segment", path, err))?;
+    }
+    if let Err(err) = write_index_file(path, whole.end, &whole.records, false) {
+        tracing::warn!(error = %err, "could not index a cache segment");
+    }
+    let records = whole
+        .records
+        .into_iter()
+        .filter(|(_, offset)| *offset >= from)
+        .collect();
+    Ok((records, whole.end, true))
+}
