@@ -536,6 +536,56 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_modal_and_a_commit_verb_in_one_clause_decline() {
+        for answer in [
+            "I wouldn't want to label this yet; send a CT of the chest.",
+            "Joint pain and fatigue. Can't be definitive without the synovial fluid.",
+            "Before I call this, I need the echo and a repeat troponin.",
+            "It is not possible for me to make a diagnosis from the referral letter.",
+            "Unable to rank these without the imaging.",
+            "Diagnosis: deferred (awaiting biopsy).",
+            "Insufficient info for a dx.",
+        ] {
+            let reading = reader().read(answer);
+            assert!(reading.declines, "{answer}");
+            assert!(reading.leading.is_none(), "{answer}: {:?}", reading.leading);
+        }
+        // Not a decline: the modal is far from the verb, in another clause,
+        // or declines something else.
+        for answer in [
+            "I can't explain the weakness otherwise: this is botulism.",
+            "Cannot rule out LEMS; most likely MG.",
+            "Treat now, before the cultures, and name pneumonia as the leading diagnosis.",
+        ] {
+            assert!(!reader().read(answer).declines, "{answer}");
+        }
+    }
+
+    #[test]
+    fn what_a_favoured_diagnosis_is_weighed_against_is_offered() {
+        let reading = reader().read("I favour botulism rather than myasthenia gravis.");
+        assert_eq!(
+            reading.leading.and_then(|lead| lead.id).as_deref(),
+            Some("botulism")
+        );
+        assert_eq!(ids(&reading.differential), ["myasthenia_gravis"]);
+        assert!(reading.ruled_out.is_empty());
+    }
+
+    #[test]
+    fn an_exclusion_after_which_reaches_back_to_the_diagnosis() {
+        let reading = reader()
+            .read("The picture fits botulism. Myasthenia gravis, which I would exclude given the pupils.");
+        assert_eq!(
+            reading.leading.and_then(|lead| lead.id).as_deref(),
+            Some("botulism")
+        );
+        assert_eq!(ids(&reading.ruled_out), ["myasthenia_gravis"]);
+        let improbable = reader().read("Stroke is not probable with a normal scan; LEMS is the diagnosis.");
+        assert_eq!(ids(&improbable.ruled_out), ["stroke"]);
+    }
+
+    #[test]
     fn tests_only_answers_have_no_leader() {
         let reading = reader().read("Order AChR antibodies and an EKG to evaluate for myasthenia gravis.");
         assert!(reading.leading.is_none());

@@ -37,6 +37,8 @@ struct RawCues {
     purpose: Vec<String>,
     inert: Vec<String>,
     declines: Vec<String>,
+    decline_modals: Vec<String>,
+    commit_verbs: Vec<String>,
     uncertainty: Vec<String>,
     order: Vec<String>,
     escalation: Vec<String>,
@@ -70,6 +72,10 @@ pub(crate) enum Kind {
     /// hides the cues it overlaps and marks nothing itself.
     Inert,
     Declines,
+    /// `decline_modals` and `commit_verbs`: found only to make a
+    /// [`Kind::Declines`] together (`wouldn't` … `label`), then dropped.
+    DeclineModal,
+    CommitVerb,
     Uncertainty,
     Order,
     Escalation,
@@ -136,7 +142,7 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 23] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 25] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
             ("final_labels", Kind::Label, &raw.final_labels, true),
             ("section_labels", Kind::Label, &raw.section_labels, true),
@@ -177,6 +183,8 @@ impl Cues {
             ("purpose", Kind::Purpose, &raw.purpose, true),
             ("inert", Kind::Inert, &raw.inert, true),
             ("declines", Kind::Declines, &raw.declines, false),
+            ("decline_modals", Kind::DeclineModal, &raw.decline_modals, false),
+            ("commit_verbs", Kind::CommitVerb, &raw.commit_verbs, false),
             ("uncertainty", Kind::Uncertainty, &raw.uncertainty, false),
             ("order", Kind::Order, &raw.order, false),
             ("escalation", Kind::Escalation, &raw.escalation, false),
@@ -279,10 +287,40 @@ impl Cues {
                 .iter()
                 .any(|other| hit.start < other.end && other.start < hit.end)
         }));
+        kept.extend(composed_declines(&kept, text));
+        kept.retain(|hit| !matches!(hit.kind, Kind::DeclineModal | Kind::CommitVerb));
         kept.sort_by_key(|hit| (hit.start, hit.end));
         kept.dedup();
         kept
     }
+}
+
+/// Words a decline modal may stand from its commit verb (`I wouldn't put a
+/// label on it`: two).
+const DECLINE_REACH: usize = 3;
+
+/// A decline made of a modal and a commit verb after it in the same clause,
+/// at most [`DECLINE_REACH`] words apart: `can't be definitive`, `before I'd
+/// call it`, `not possible for me to make a diagnosis`.
+fn composed_declines(hits: &[Hit], text: &str) -> Vec<Hit> {
+    let mut declines = Vec::new();
+    for modal in hits.iter().filter(|hit| hit.kind == Kind::DeclineModal) {
+        let verb = hits.iter().find(|hit| {
+            hit.kind == Kind::CommitVerb && hit.start >= modal.end && {
+                let between = &text[modal.end..hit.start];
+                !between.contains(['.', ';', ':', ',', '\n', '!', '?'])
+                    && between.split_whitespace().count() <= DECLINE_REACH
+            }
+        });
+        if let Some(verb) = verb {
+            declines.push(Hit {
+                kind: Kind::Declines,
+                start: modal.start,
+                end: verb.end,
+            });
+        }
+    }
+    declines
 }
 
 /// Every occurrence of every cue at word boundaries.

@@ -303,9 +303,19 @@ impl<'a> Layout<'a> {
     /// sentence before it.
     fn refers_back(&self, cue: usize) -> bool {
         let (clause_start, _) = self.clause_of(cue);
-        self.hits_in(Kind::Pronoun, clause_start, cue).any(|hit| {
-            self.words_between(clause_start, hit.start) == 0 && self.words_between(hit.end, cue) <= 1
-        })
+        // The pronoun opens the cue's clause, or is the word that breaks the
+        // clause open (`X, which I would exclude`).
+        self.hits
+            .iter()
+            .filter(|hit| hit.kind == Kind::Pronoun && hit.end <= cue)
+            .any(|hit| {
+                let opens = if hit.start >= clause_start {
+                    self.words_between(clause_start, hit.start) == 0
+                } else {
+                    hit.end <= clause_start && self.words_between(hit.end, clause_start) == 0
+                };
+                opens && self.words_between(hit.end, cue) <= 1
+            })
     }
 
     /// How far a forward cue reaches: less for a one-word cue.
