@@ -25,6 +25,7 @@
 //! `CFEVAL_SWEEP_LATENCY_MS` (the test server's latency per call, default 0),
 //! `CFEVAL_SWEEP_RESAMPLES` (default 1000), `CFEVAL_CACHE_LAYOUT` (`packed`,
 //! the default, or `files`: the response cache layout the child writes),
+//! `CFEVAL_SWEEP_COLD=1` (drop the page cache before the rerun; root only),
 //! `CFEVAL_SWEEP_RSS_CSV` (a file
 //! to write every RSS sample to), `CFEVAL_BIN` (the `cfeval`
 //! binary; default `$CARGO_TARGET_DIR/release/cfeval` or the workspace's
@@ -495,6 +496,17 @@ fn main() {
         "\ncached rerun ({layout} cache: {cache_files} files, {:.1} MiB):",
         cache_bytes as f64 / (1024.0 * 1024.0)
     );
+    // A cold rerun (`CFEVAL_SWEEP_COLD=1`, root only): the page cache
+    // dropped first, as on the morning after, when the cache is read from
+    // disk rather than memory.
+    let cold = std::env::var("CFEVAL_SWEEP_COLD").is_ok_and(|value| value == "1");
+    if cold {
+        let synced = Command::new("sync").status().is_ok_and(|status| status.success());
+        assert!(synced, "sync failed");
+        std::fs::write("/proc/sys/vm/drop_caches", "3\n").expect(
+            "CFEVAL_SWEEP_COLD=1 drops the page cache: it needs root (write /proc/sys/vm/drop_caches)",
+        );
+    }
     let before_rerun = server.requests();
     let rerun = run_child(&binary, dir.path(), &pipeline);
     let rerun_calls = server.requests() - before_rerun;
@@ -558,6 +570,7 @@ fn main() {
             "infer_s": rerun_infer.map(|(begin, end)| round1(end - begin)),
             "server_calls": rerun_calls,
             "peak_rss_mib": round1(mib(rerun_hwm)),
+            "page_cache_dropped": cold,
         },
     });
     println!("{json}");

@@ -37,12 +37,59 @@ pub(crate) const REFRESH: Duration = Duration::from_millis(200);
 /// The folder of the packed store inside a cache directory.
 pub(crate) const PACKED_DIR: &str = "packed";
 
-/// Where a key's record is.
+/// Where a key's record is: its segment's number (20 bits) and the record's
+/// offset (44 bits) in one word, so the index of a million keys takes
+/// about 16 MB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Location {
-    segment: u32,
-    offset: u64,
+struct Location(u64);
+
+const OFFSET_BITS: u32 = 44;
+
+impl Location {
+    fn new(segment: u32, offset: u64) -> Option<Location> {
+        (u64::from(segment) < 1 << (64 - OFFSET_BITS) && offset < 1 << OFFSET_BITS)
+            .then(|| Location((u64::from(segment) << OFFSET_BITS) | offset))
+    }
+
+    fn segment(self) -> usize {
+        (self.0 >> OFFSET_BITS) as usize
+    }
+
+    fn offset(self) -> u64 {
+        self.0 & ((1 << OFFSET_BITS) - 1)
+    }
 }
+
+/// The index is keyed by a key's first 8 bytes (a BLAKE3 hash: uniform
+/// already, so they are their own hash). Two keys sharing them — about one
+/// chance in 10⁷ in a million — cost a miss, never a wrong answer: every
+/// lookup checks the whole key in the record it reads.
+fn prefix(key: &CacheKey) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&key.0[..8]);
+    u64::from_le_bytes(bytes)
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct PrefixHasher(u64);
+
+impl std::hash::Hasher for PrefixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+type Keys = HashMap<u64, Location, std::hash::BuildHasherDefault<PrefixHasher>>;
 
 #[derive(Debug)]
 struct Segment {
@@ -56,7 +103,7 @@ struct Segment {
 
 #[derive(Debug, Default)]
 struct Index {
-    keys: HashMap<CacheKey, Location>,
+    keys: Keys,
     segments: Vec<Segment>,
     by_name: HashMap<OsString, u32>,
     refreshed: Option<Instant>,
@@ -65,7 +112,13 @@ struct Index {
 impl Index {
     fn insert_all(&mut self, segment: u32, records: Vec<(CacheKey, u64)>) {
         for (key, offset) in records {
-            self.keys.insert(key, Location { segment, offset });
+            self.insert(&key, segment, offset);
+        }
+    }
+
+    fn insert(&mut self, key: &CacheKey, segment: u32, offset: u64) {
+        if let Some(location) = Location::new(segment, offset) {
+            self.keys.insert(prefix(key), location);
         }
     }
 }
@@ -142,7 +195,7 @@ impl Packed {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Keys known.
+    /// Keys known (keys sharing their first 8 bytes count once).
     pub fn len(&self) -> usize {
         self.read_index().keys.len()
     }
@@ -150,13 +203,13 @@ impl Packed {
     /// Whether `key` has a record (looking again for other processes'
     /// records when it has none).
     pub fn contains(&self, key: &CacheKey) -> bool {
-        if self.read_index().keys.contains_key(key) {
+        if self.read_index().keys.contains_key(&prefix(key)) {
             return true;
         }
         if let Err(err) = self.refresh(false) {
             tracing::warn!(error = %err, "could not look for new cache records");
         }
-        self.read_index().keys.contains_key(key)
+        self.read_index().keys.contains_key(&prefix(key))
     }
 
     /// The payload of `key`'s record; `None` when there is none or it is
@@ -174,19 +227,17 @@ impl Packed {
     /// `None`: no record of the key; `Some(None)`: a damaged one.
     fn read_at(&self, key: &CacheKey) -> Option<Option<Vec<u8>>> {
         let index = self.read_index();
-        let location = *index.keys.get(key)?;
-        let segment = &index.segments[location.segment as usize];
-        Some(match segment::read_record(&segment.file, location.offset) {
-            Ok((found, payload)) if found == *key => Some(payload),
-            Ok(_) => {
-                tracing::warn!(segment = ?segment.name, offset = location.offset, "cache record of another key; ignored");
-                None
-            }
+        let location = *index.keys.get(&prefix(key))?;
+        let segment = index.segments.get(location.segment())?;
+        match segment::read_record(&segment.file, location.offset()) {
+            Ok((found, payload)) if found == *key => Some(Some(payload)),
+            // Another key with the same first 8 bytes: this one has no record.
+            Ok(_) => None,
             Err(reason) => {
-                tracing::warn!(segment = ?segment.name, offset = location.offset, %reason, "damaged cache record; ignored");
-                None
+                tracing::warn!(segment = ?segment.name, offset = location.offset(), %reason, "damaged cache record; ignored");
+                Some(None)
             }
-        })
+        }
     }
 
     /// Appends a record of `key` with `payload`.
@@ -218,13 +269,7 @@ impl Packed {
         }
         active.len += record.len() as u64;
         active.records.push((*key, offset));
-        self.write_index().keys.insert(
-            *key,
-            Location {
-                segment: active.segment,
-                offset,
-            },
-        );
+        self.write_index().insert(key, active.segment, offset);
         if active.len >= SEGMENT_BYTES
             && let Some(full) = writer.take()
         {
@@ -477,4 +522,38 @@ fn read_segment(path: &Path, from: u64) -> std::io::Result<Records> {
         .filter(|(_, offset)| *offset >= from)
         .collect();
     Ok((records, whole.end, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_pack_segment_and_offset_and_refuse_what_does_not_fit() {
+        let location = Location::new(1_000, 64 * 1024 * 1024 - 1).expect("fits");
+        assert_eq!(
+            (location.segment(), location.offset()),
+            (1_000, 64 * 1024 * 1024 - 1)
+        );
+        assert!(Location::new(1 << 20, 0).is_none());
+        assert!(Location::new(0, 1 << 44).is_none());
+    }
+
+    #[test]
+    fn keys_sharing_a_prefix_are_a_miss_not_the_other_answer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Packed::open(dir.path(), false).expect("open");
+        let first = CacheKey([7; 32]);
+        let mut same_prefix = [7u8; 32];
+        same_prefix[31] = 8;
+        let second = CacheKey(same_prefix);
+        store.put(&first, b"first answer", false).expect("put");
+        assert_eq!(store.get(&first).as_deref(), Some(&b"first answer"[..]));
+        assert_eq!(store.get(&second), None);
+        assert!(store.contains(&second), "a prefix match is only an estimate");
+        store.put(&second, b"second answer", false).expect("put");
+        assert_eq!(store.get(&second).as_deref(), Some(&b"second answer"[..]));
+        // The first is now a miss (its call would be made again), never the second's answer.
+        assert_eq!(store.get(&first), None);
+    }
 }
