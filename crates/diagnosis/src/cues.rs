@@ -37,7 +37,10 @@ struct RawCues {
     purpose: Vec<String>,
     inert: Vec<String>,
     declines: Vec<String>,
+    /// Optional: a pack without them has only its `declines` phrases.
+    #[serde(default)]
     decline_modals: Vec<String>,
+    #[serde(default)]
     commit_verbs: Vec<String>,
     uncertainty: Vec<String>,
     order: Vec<String>,
