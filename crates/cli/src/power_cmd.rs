@@ -247,6 +247,15 @@ fn lines(plan: &Plan) -> Vec<cfeval_report::plots::PowerLine> {
         .collect()
 }
 
+/// A row's cases needed: `> N` when not reached within `--max-cases`.
+pub(crate) fn cases_needed(row: &Row) -> String {
+    match (row.cases, row.evaluated_cases) {
+        (Some(cases), _) => cases.to_string(),
+        (None, Some(evaluated)) => format!("> {evaluated}"),
+        (None, None) => "–".into(),
+    }
+}
+
 /// A row's power with the planned cases, flagged where the test
 /// over-rejects there (type I error above the plan's bound).
 pub(crate) fn planned_power(plan: &Plan, row: &Row) -> String {
@@ -344,11 +353,7 @@ fn table(plan: &Plan, svg: &std::path::Path) -> String {
         } else if pilot {
             line.extend(std::iter::repeat_n("–".to_string(), 7));
         }
-        let cases = match (row.cases, row.evaluated_cases) {
-            (Some(cases), _) => cases.to_string(),
-            (None, Some(evaluated)) => format!("> {evaluated}"),
-            (None, None) => "–".into(),
-        };
+        let cases = cases_needed(row);
         let verified = match (row.verified_power, row.verified_se) {
             (Some(power), Some(se)) => format!("{power:.3} ± {se:.3}"),
             _ => "–".into(),

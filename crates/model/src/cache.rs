@@ -131,15 +131,20 @@ struct CacheInner {
 /// Cache reads and writes running at once, at most.
 const IO_SLOTS: usize = 8;
 
+/// Whether a directory entry is a folder of the one-file layout (`<2 hex>`).
+pub(crate) fn is_file_entry_folder(name: &std::ffi::OsStr, is_dir: bool) -> bool {
+    let name = name.to_string_lossy();
+    is_dir && name.len() == 2 && name.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
 /// Whether `dir` holds entries of the one-file layout (a `<2 hex>` folder).
 pub(crate) fn has_file_entries(dir: &Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
         entries.filter_map(std::result::Result::ok).any(|entry| {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            name.len() == 2
-                && name.bytes().all(|byte| byte.is_ascii_hexdigit())
-                && entry.file_type().is_ok_and(|kind| kind.is_dir())
+            is_file_entry_folder(
+                &entry.file_name(),
+                entry.file_type().is_ok_and(|kind| kind.is_dir()),
+            )
         })
     })
 }

@@ -498,11 +498,7 @@ fn print_power(
     )?;
     let mut short = Vec::new();
     for row in &plan.rows {
-        let needed = match (row.cases, row.evaluated_cases) {
-            (Some(needed), _) => needed.to_string(),
-            (None, Some(evaluated)) => format!("> {evaluated}"),
-            (None, None) => "–".into(),
-        };
+        let needed = power_cmd::cases_needed(row);
         let scope = power_cmd::scope_name(row);
         if row.difference.is_some() && row.cases.is_none_or(|needed| needed > cases) {
             short.push(format!("{scope} ({needed})"));

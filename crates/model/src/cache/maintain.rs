@@ -118,9 +118,7 @@ fn file_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         return Ok(paths);
     }
     for entry in fs_err::read_dir(dir)?.filter_map(Result::ok) {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.len() != 2 || !name.bytes().all(|byte| byte.is_ascii_hexdigit()) || !entry.path().is_dir() {
+        if !super::is_file_entry_folder(&entry.file_name(), entry.path().is_dir()) {
             continue;
         }
         for file in fs_err::read_dir(entry.path())?.filter_map(Result::ok) {
@@ -462,27 +460,10 @@ pub fn compact(dir: &Path, fsync: bool) -> std::io::Result<Compacted> {
         };
         let record = segment::encode_record(&key, &payload);
         if output.is_none() {
-            let path = loop {
-                let path = packed_dir.join(format!(
-                    "{}-{}-c{counter}.seg",
-                    crate::journal::unix_ms(),
-                    std::process::id()
-                ));
+            let (path, file) = packed::create_segment(&packed_dir, "c", || {
                 counter += 1;
-                if !path.exists() {
-                    break path;
-                }
-            };
-            let mut file = OpenOptions::new()
-                .read(true)
-                .append(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|err| io("create", &path, err))?;
-            file.try_lock()
-                .map_err(|err| io("lock", &path, std::io::Error::other(err.to_string())))?;
-            file.write_all(SEGMENT_MAGIC)
-                .map_err(|err| io("write", &path, err))?;
+                counter - 1
+            })?;
             output = Some(Output {
                 file,
                 path,

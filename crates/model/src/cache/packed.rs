@@ -279,51 +279,25 @@ impl Packed {
     }
 
     fn new_writer(&self) -> std::io::Result<Writer> {
-        loop {
-            let name = format!(
-                "{}-{}-{}.seg",
-                crate::journal::unix_ms(),
-                std::process::id(),
-                self.counter.fetch_add(1, Ordering::Relaxed)
-            );
-            let path = self.dir.join(&name);
-            let mut file = match OpenOptions::new()
-                .read(true)
-                .append(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(file) => file,
-                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(err) => return Err(io_error("create cache segment", &path, err)),
-            };
-            file.try_lock().map_err(|err| {
-                io_error(
-                    "lock cache segment",
-                    &path,
-                    std::io::Error::other(err.to_string()),
-                )
-            })?;
-            file.write_all(SEGMENT_MAGIC)
-                .map_err(|err| io_error("write cache segment", &path, err))?;
-            let reader = File::open(&path).map_err(|err| io_error("open cache segment", &path, err))?;
-            let mut index = self.write_index();
-            let segment = index.segments.len() as u32;
-            index.segments.push(Segment {
-                name: name.clone().into(),
-                file: reader,
-                settled: true,
-                scanned_to: 0,
-            });
-            index.by_name.insert(name.into(), segment);
-            return Ok(Writer {
-                file,
-                path,
-                segment,
-                len: SEGMENT_MAGIC.len() as u64,
-                records: Vec::new(),
-            });
-        }
+        let (path, file) = create_segment(&self.dir, "", || self.counter.fetch_add(1, Ordering::Relaxed))?;
+        let reader = File::open(&path).map_err(|err| io_error("open cache segment", &path, err))?;
+        let name: OsString = path.file_name().map(OsString::from).unwrap_or_default();
+        let mut index = self.write_index();
+        let segment = index.segments.len() as u32;
+        index.segments.push(Segment {
+            name: name.clone(),
+            file: reader,
+            settled: true,
+            scanned_to: 0,
+        });
+        index.by_name.insert(name, segment);
+        Ok(Writer {
+            file,
+            path,
+            segment,
+            len: SEGMENT_MAGIC.len() as u64,
+            records: Vec::new(),
+        })
     }
 
     /// Writes the index of the writer's segment and lets it go.
@@ -413,6 +387,44 @@ impl Drop for Packed {
         if let Some(writer) = writer {
             self.seal(writer);
         }
+    }
+}
+
+/// A new segment in `dir`, `<unix ms>-<pid>-<tag><n>.seg` with `n` from
+/// `next` (the next number where the name is taken), created, locked and
+/// started with the segment magic: its path and the file, open to append.
+pub(crate) fn create_segment(
+    dir: &Path,
+    tag: &str,
+    mut next: impl FnMut() -> u64,
+) -> std::io::Result<(PathBuf, File)> {
+    loop {
+        let path = dir.join(format!(
+            "{}-{}-{tag}{}.seg",
+            crate::journal::unix_ms(),
+            std::process::id(),
+            next()
+        ));
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(io_error("create cache segment", &path, err)),
+        };
+        file.try_lock().map_err(|err| {
+            io_error(
+                "lock cache segment",
+                &path,
+                std::io::Error::other(err.to_string()),
+            )
+        })?;
+        file.write_all(SEGMENT_MAGIC)
+            .map_err(|err| io_error("write cache segment", &path, err))?;
+        return Ok((path, file));
     }
 }
 
