@@ -77,14 +77,85 @@ const METRICS: [&str; METRIC_COUNT] = [
 ];
 
 /// Per case: each quantity's sum and count.
-type Cell = [(f64, f64); METRIC_COUNT];
+pub(crate) type Cell = Vec<(f64, f64)>;
 
 /// (subject, mode, group) → per case: the sums and counts of the quantities.
-type Sums = BTreeMap<(String, String, &'static str), BTreeMap<String, Cell>>;
+pub(crate) type Sums = BTreeMap<(String, String, &'static str), BTreeMap<String, Cell>>;
+
+/// Adds one episode's quantities (`None`: left out of its mean) to the
+/// case's cell of every group: `all`, and `baseline` for a baseline.
+pub(crate) fn add_episode(
+    sums: &mut Sums,
+    subject: &str,
+    mode: &str,
+    case_id: &str,
+    family: &str,
+    values: &[Option<f64>],
+) {
+    let groups: &[&'static str] = if family == cfeval_schema::vocab::BASELINE {
+        &["all", cfeval_schema::vocab::BASELINE]
+    } else {
+        &["all"]
+    };
+    for group in groups {
+        let cell = sums
+            .entry((subject.to_string(), mode.to_string(), group))
+            .or_default()
+            .entry(case_id.to_string())
+            .or_insert_with(|| vec![(0.0, 0.0); values.len()]);
+        for ((sum, count), value) in cell.iter_mut().zip(values) {
+            if let Some(value) = value {
+                *sum += value;
+                *count += 1.0;
+            }
+        }
+    }
+}
 
 /// The dialogue score rows of the run in `run_dir` (none when it has no
 /// dialogues).
 pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow>> {
+    episode_scores(run_dir, run, options, COLUMNS, &METRICS, |row: Dialogue| {
+        let outcome = row
+            .dialogue
+            .as_ref()
+            .filter(|_| row.mode == "dialogue" && row.status == "ok")?;
+        let values = quantities(outcome).to_vec();
+        Some((
+            Episode {
+                subject: row.subject,
+                is_control: row.is_control,
+                mode: row.mode,
+                case_id: row.case_id,
+                family: row.family,
+                prompt_set: row.prompt_set,
+            },
+            values,
+        ))
+    })
+}
+
+/// Who answered an episode, and where it counts.
+pub(crate) struct Episode {
+    pub subject: String,
+    pub is_control: bool,
+    pub mode: String,
+    pub case_id: String,
+    pub family: String,
+    pub prompt_set: String,
+}
+
+/// The score rows of an episode mode: every response row read with
+/// `columns` as `R`, `read` giving the episodes that count and their
+/// quantities (in `metrics` order), summed per case ([`case_means`]).
+pub(crate) fn episode_scores<R: serde::de::DeserializeOwned>(
+    run_dir: &Path,
+    run: &str,
+    options: &Options,
+    columns: &[&str],
+    metrics: &[&str],
+    read: impl Fn(R) -> Option<(Episode, Vec<Option<f64>>)>,
+) -> Result<Vec<ScoreRow>> {
     let Some(store) = ShardStore::open_existing(
         &run_dir.join(ResponseRow::NAME),
         ResponseRow::NAME,
@@ -95,38 +166,39 @@ pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow
     };
     let mut sums: Sums = BTreeMap::new();
     let mut controls: BTreeMap<String, (bool, String)> = BTreeMap::new();
-    for batch in store.read_columns::<Dialogue>(COLUMNS)? {
+    for batch in store.read_columns::<R>(columns)? {
         for row in batch? {
-            let Some(outcome) = row
-                .dialogue
-                .filter(|_| row.mode == "dialogue" && row.status == "ok")
-            else {
+            let Some((episode, values)) = read(row) else {
                 continue;
             };
             controls
-                .entry(row.subject.clone())
-                .or_insert((row.is_control, row.prompt_set.clone()));
-            let values = quantities(&outcome);
-            let groups: &[&'static str] = if row.family == cfeval_schema::vocab::BASELINE {
-                &["all", cfeval_schema::vocab::BASELINE]
-            } else {
-                &["all"]
-            };
-            for group in groups {
-                let cell = sums
-                    .entry((row.subject.clone(), row.mode.clone(), group))
-                    .or_default()
-                    .entry(row.case_id.clone())
-                    .or_insert([(0.0, 0.0); METRIC_COUNT]);
-                for ((sum, count), value) in cell.iter_mut().zip(values) {
-                    if let Some(value) = value {
-                        *sum += value;
-                        *count += 1.0;
-                    }
-                }
-            }
+                .entry(episode.subject.clone())
+                .or_insert((episode.is_control, episode.prompt_set.clone()));
+            add_episode(
+                &mut sums,
+                &episode.subject,
+                &episode.mode,
+                &episode.case_id,
+                &episode.family,
+                &values,
+            );
         }
     }
+    case_means(run, &sums, metrics, &controls, options)
+}
+
+/// The score rows of per-episode quantities summed per case in `sums`
+/// (`metrics` names them in cell order): each a ratio of sums with the
+/// case bootstrap, and a biased subject's paired delta against the same
+/// subject without its bias (`delta_bias_<metric>`). Rows carry `judge =
+/// "none"`; `controls` gives each subject's control flag and prompt set.
+pub(crate) fn case_means(
+    run: &str,
+    sums: &Sums,
+    metrics: &[&str],
+    controls: &BTreeMap<String, (bool, String)>,
+    options: &Options,
+) -> Result<Vec<ScoreRow>> {
     if sums.is_empty() {
         return Ok(Vec::new());
     }
@@ -137,8 +209,8 @@ pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow
     let index: BTreeMap<&String, usize> = cases.iter().enumerate().map(|(at, case)| (*case, at)).collect();
     let mut series = Vec::new();
     let mut labels = Vec::new();
-    for ((subject, mode, group), by_case) in &sums {
-        for (quantity, metric) in METRICS.iter().enumerate() {
+    for ((subject, mode, group), by_case) in sums {
+        for (quantity, metric) in metrics.iter().enumerate() {
             let mut num = vec![0.0; cases.len()];
             let mut den = vec![0.0; cases.len()];
             for (case, cell) in by_case {

@@ -81,6 +81,7 @@ pub mod accumulate;
 pub mod compare;
 pub mod dialogue;
 pub mod error;
+pub mod harness;
 pub mod human;
 pub mod power;
 pub mod rubric;
@@ -255,6 +256,7 @@ pub fn compute(config: &Config, run_dir: &Path) -> Result<Computed> {
     rows.extend(scores::outcome_rows(&run, &accumulated, &config.css_families));
     rows.extend(human::rows(&run, &accumulated, &labels, &options));
     rows.extend(dialogue::rows(run_dir, &run, &options)?);
+    rows.extend(harness::rows(run_dir, &run, &options)?);
     let rubric_labels = match &config.rubric_labels {
         Some(path) => rubric::read_labels(path)?,
         None => Vec::new(),

@@ -284,6 +284,10 @@ pub enum Mode {
     Agent,
     /// A consultation with a patient agent (diagnosis packs; `--patient`).
     Dialogue,
+    /// EviDx's observer-guided harness: the subject reports a belief over
+    /// its differential every step, reads the chart and consults a corpus,
+    /// and may finish only when the Observer approves (`--corpus`).
+    Harness,
 }
 
 #[derive(Debug, Args)]
@@ -339,6 +343,19 @@ pub struct InferArgs {
     pub cache_dir: Option<PathBuf>,
     #[arg(long)]
     pub allow_mixed_catalogs: bool,
+    /// Mode harness: a folder of `.md`/`.txt` files for the Consultant,
+    /// replacing the built-in corpus (the pack's `corpus/` and its
+    /// ontology, or the guideline table's lines).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    /// Mode harness: turns at most (the Observer's other thresholds are
+    /// the defaults here; a pipeline's `[harness]` sets them all).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub harness_steps: u32,
+    /// Mode harness: the step JSON for every model, never native tool
+    /// calls (for servers without tool calling).
+    #[arg(long)]
+    pub harness_json: bool,
     /// Mode dialogue: the patient agent (a model subject name; default: the
     /// subject's own model).
     #[arg(long)]

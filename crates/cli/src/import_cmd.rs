@@ -434,5 +434,6 @@ fn build_row(
         sections_read: Vec::new(),
         tool_errors: 0,
         dialogue: None,
+        harness: None,
     })
 }

@@ -29,6 +29,7 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             ModeArg::SingleShot => Mode::SingleShot,
             ModeArg::Agent => Mode::Agent,
             ModeArg::Dialogue => Mode::Dialogue,
+            ModeArg::Harness => Mode::Harness,
         },
         settings: CallSettings {
             temperature: args.temperature,
@@ -51,6 +52,18 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         dialogue: matches!(args.mode, ModeArg::Dialogue)
             .then(|| dialogue_setup(args, &subject))
             .transpose()?,
+        harness: matches!(args.mode, ModeArg::Harness).then(|| cfeval_infer::HarnessSetup {
+            thresholds: cfeval_infer::harness::Thresholds {
+                max_steps: args.harness_steps,
+                ..Default::default()
+            },
+            protocol: if args.harness_json {
+                cfeval_infer::harness::Protocol::Json
+            } else {
+                cfeval_infer::harness::Protocol::Auto
+            },
+            corpus: args.corpus.clone(),
+        }),
         batch: args.batch.then(|| cfeval_infer::BatchMode {
             poll: std::time::Duration::from_secs_f64(args.batch_poll_secs),
             ..cfeval_infer::BatchMode::default()

@@ -224,6 +224,18 @@ pub struct DialoguePlan {
     pub measurement_fallback_api_key_env: Option<String>,
 }
 
+/// `[harness]`: the Observer's thresholds and the Consultant's corpus of
+/// the subjects that run in mode `harness` (every key optional; the
+/// defaults are [`cfeval_infer::harness::Thresholds`]'s).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HarnessPlan {
+    pub thresholds: cfeval_infer::harness::Thresholds,
+    /// `auto` (native tool calls where the backend has them) or `json`.
+    pub protocol: cfeval_infer::harness::Protocol,
+    /// A folder of `.md`/`.txt` files that replaces the built-in corpus.
+    pub corpus: Option<PathBuf>,
+}
+
 /// What `[power]` asks the dry-run to plan (`cfeval power` with these
 /// settings, the pipeline's seed and its number of cases).
 #[derive(Debug, Clone, PartialEq)]
@@ -277,6 +289,8 @@ pub struct Pipeline {
     pub subjects: Vec<SubjectPlan>,
     /// `[dialogue]`, when a subject runs in mode `dialogue`.
     pub dialogue: Option<DialoguePlan>,
+    /// `[harness]` (the defaults when absent).
+    pub harness: HarnessPlan,
     pub judges: Vec<JudgePlan>,
     pub aggregate: AggregatePlan,
     pub power: Option<PowerPlan>,
@@ -297,6 +311,7 @@ struct RawPipeline {
     #[serde(default)]
     subjects: Vec<Spanned<RawSubject>>,
     dialogue: Option<Spanned<RawDialogue>>,
+    harness: Option<Spanned<RawHarness>>,
     #[serde(default)]
     judges: Vec<Spanned<RawJudge>>,
     #[serde(default)]
@@ -392,6 +407,24 @@ struct RawDialogue {
     measurement_fallback: Option<Spanned<String>>,
     measurement_fallback_base_url: Option<Spanned<String>>,
     measurement_fallback_api_key_env: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawHarness {
+    corpus: Option<Spanned<String>>,
+    protocol: Option<Spanned<String>>,
+    max_steps: Option<Spanned<u32>>,
+    max_entropy: Option<Spanned<f64>>,
+    relax_entropy_after: Option<Spanned<u32>>,
+    entropy_relax_per_step: Option<Spanned<f64>>,
+    max_entropy_ceiling: Option<Spanned<f64>>,
+    min_coverage: Option<Spanned<f64>>,
+    lower_coverage_after: Option<Spanned<u32>>,
+    coverage_drop_per_step: Option<Spanned<f64>>,
+    coverage_floor: Option<Spanned<f64>>,
+    spurious_drop: Option<Spanned<f64>>,
+    passages: Option<Spanned<usize>>,
 }
 
 #[derive(Deserialize)]
@@ -791,6 +824,7 @@ impl Checker<'_> {
             subjects.push(plan);
         }
         let dialogue = self.dialogue(raw.dialogue.as_ref(), &subjects)?;
+        let harness = self.harness(raw.harness.as_ref(), &subjects)?;
 
         if raw.judges.is_empty() {
             return Err(top("no [[judges]]: name at least one judge (`rule` is offline)"));
@@ -860,6 +894,7 @@ impl Checker<'_> {
             max_tries,
             subjects,
             dialogue,
+            harness,
             judges,
             aggregate: AggregatePlan {
                 resamples,
@@ -1050,6 +1085,85 @@ impl Checker<'_> {
             Some(value) => Ok(*value.get_ref()),
             None => Ok(default),
         }
+    }
+
+    /// `[harness]`: only with a subject in mode `harness`; each value
+    /// checked, a bad one named by its line.
+    fn harness(
+        &self,
+        raw: Option<&Spanned<RawHarness>>,
+        subjects: &[SubjectPlan],
+    ) -> Result<HarnessPlan, PipelineError> {
+        let Some(raw) = raw else {
+            return Ok(HarnessPlan::default());
+        };
+        let in_harness = subjects.iter().any(|subject| {
+            subject
+                .runs
+                .iter()
+                .any(|run| run.mode == cfeval_infer::Mode::Harness)
+        });
+        if !in_harness {
+            return Err(self.spanned(
+                raw,
+                "[harness] is set but no subject has `harness` in its `modes`",
+            ));
+        }
+        let value = raw.get_ref();
+        let mut thresholds = cfeval_infer::harness::Thresholds::default();
+        let mut spans: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+        macro_rules! take {
+            ($field:ident, $key:literal) => {
+                if let Some(given) = &value.$field {
+                    thresholds.$field = *given.get_ref();
+                    spans.push(($key, given.span()));
+                }
+            };
+        }
+        take!(max_steps, "max-steps");
+        take!(max_entropy, "max-entropy");
+        take!(relax_entropy_after, "relax-entropy-after");
+        take!(entropy_relax_per_step, "entropy-relax-per-step");
+        take!(max_entropy_ceiling, "max-entropy-ceiling");
+        take!(min_coverage, "min-coverage");
+        take!(lower_coverage_after, "lower-coverage-after");
+        take!(coverage_drop_per_step, "coverage-drop-per-step");
+        take!(coverage_floor, "coverage-floor");
+        take!(spurious_drop, "spurious-drop");
+        take!(passages, "passages");
+        if let Some(problem) = thresholds.problems().into_iter().next() {
+            let start = spans
+                .iter()
+                .find(|(key, _)| problem.starts_with(&format!("{key} ")))
+                .map_or(raw.span().start, |(_, span)| span.start);
+            return Err(self.at(start, format!("[harness]: {problem}")));
+        }
+        let corpus = match &value.corpus {
+            Some(dir) => {
+                let path = self.existing(dir, "corpus folder")?;
+                if self.check_files && !path.is_dir() {
+                    return Err(self.spanned(dir, format!("the corpus `{}` is not a folder", path.display())));
+                }
+                Some(path)
+            }
+            None => None,
+        };
+        let protocol = match &value.protocol {
+            Some(protocol) => {
+                cfeval_infer::harness::Protocol::parse(protocol.get_ref()).ok_or_else(|| {
+                    self.spanned(
+                        protocol,
+                        format!("unknown harness protocol `{}` (auto or json)", protocol.get_ref()),
+                    )
+                })?
+            }
+            None => cfeval_infer::harness::Protocol::Auto,
+        };
+        Ok(HarnessPlan {
+            thresholds,
+            protocol,
+            corpus,
+        })
     }
 
     /// `[dialogue]`: needed by a subject in mode `dialogue`, and only then.
@@ -1467,7 +1581,9 @@ impl Checker<'_> {
         let modes = match &raw.modes {
             Some(modes) => {
                 if modes.get_ref().is_empty() {
-                    return Err(self.spanned(modes, "`modes` is empty (single_shot, agent, dialogue)"));
+                    return Err(
+                        self.spanned(modes, "`modes` is empty (single_shot, agent, dialogue, harness)")
+                    );
                 }
                 let mut parsed = Vec::new();
                 for mode in modes.get_ref() {
@@ -1475,7 +1591,7 @@ impl Checker<'_> {
                         self.spanned(
                             mode,
                             format!(
-                                "unknown mode `{}` (single_shot, agent or dialogue)",
+                                "unknown mode `{}` (single_shot, agent, dialogue or harness)",
                                 mode.get_ref()
                             ),
                         )

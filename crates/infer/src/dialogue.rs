@@ -488,6 +488,7 @@ impl Dialogue {
                 prompts,
                 settings,
                 Some(&*self),
+                None,
             )
             .await;
             pass.requests += u64::from(row.attempts);

@@ -22,6 +22,7 @@
 pub mod control;
 pub mod dialogue;
 mod error;
+pub mod harness;
 pub mod prompt;
 pub mod reply;
 pub mod respond;
@@ -32,6 +33,6 @@ pub use error::{Error, Result};
 pub use prompt::{Prompts, extract_recommendation};
 pub use respond::{CallSettings, Mode, Subject, respond, single_shot_request};
 pub use run::{
-    BatchMode, Config, DEFAULT_MAX_TRIES, DialogueSetup, Report, Slice, answers, answers_variant,
-    batch_state_path, fingerprint, run, run_async, unit,
+    BatchMode, Config, DEFAULT_MAX_TRIES, DialogueSetup, HarnessSetup, Report, Slice, answers,
+    answers_variant, batch_state_path, fingerprint, run, run_async, unit,
 };

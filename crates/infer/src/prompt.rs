@@ -13,6 +13,12 @@ pub const AGENT: &str = cfeval_schema::pack::oncology::AGENT_PROMPT;
 /// for the test a missing fact needs — which measures *cued* sensitivity.
 const CUED_SINGLE_SHOT: &str = cfeval_schema::pack::oncology::CUED_SINGLE_SHOT_PROMPT;
 const CUED_AGENT: &str = cfeval_schema::pack::oncology::CUED_AGENT_PROMPT;
+/// The Diagnostician's system prompt in mode `harness`, for a diagnosis
+/// pack without its own `prompts/harness.md` …
+pub const HARNESS_DIAGNOSIS: &str = include_str!("../../../data/prompts/harness_diagnosis.md");
+/// … and for the treatment task (the oncology charts), where the
+/// hypotheses are the candidate plans.
+pub const HARNESS_TREATMENT: &str = include_str!("../../../data/prompts/harness_treatment.md");
 /// Appended to the agent's prompt for models without native tool calling.
 pub const AGENT_TEXT_PROTOCOL: &str = include_str!("../../../data/prompts/agent_text_protocol.md");
 
@@ -24,6 +30,8 @@ pub struct Prompts {
     pub single_shot: String,
     pub agent: String,
     pub agent_text_protocol: String,
+    /// The Diagnostician's system prompt of mode `harness`.
+    pub harness: String,
 }
 
 impl Default for Prompts {
@@ -34,6 +42,7 @@ impl Default for Prompts {
             single_shot: SINGLE_SHOT.to_string(),
             agent: AGENT.to_string(),
             agent_text_protocol: AGENT_TEXT_PROTOCOL.to_string(),
+            harness: HARNESS_TREATMENT.to_string(),
         }
     }
 }
@@ -53,6 +62,7 @@ impl Prompts {
                 single_shot: CUED_SINGLE_SHOT.to_string(),
                 agent: CUED_AGENT.to_string(),
                 agent_text_protocol: AGENT_TEXT_PROTOCOL.to_string(),
+                harness: HARNESS_TREATMENT.to_string(),
             }),
             _ => None,
         }
@@ -73,20 +83,32 @@ impl Prompts {
         } else {
             String::new()
         };
+        let harness = if pack.file("prompts/harness.md").is_file() {
+            pack.read("prompts/harness.md")?
+        } else if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis {
+            HARNESS_DIAGNOSIS.to_string()
+        } else {
+            HARNESS_TREATMENT.to_string()
+        };
         Ok(Self {
             set: format!("pack:{}", pack.name),
             single_shot,
             agent,
             agent_text_protocol: AGENT_TEXT_PROTOCOL.to_string(),
+            harness,
         })
     }
 
     /// Content hash of the templates a mode uses (recorded in every response).
-    pub fn hash(&self, agent: bool) -> String {
-        if agent {
-            cfeval_schema::ids::content_id("prompt", &[&self.agent, &self.agent_text_protocol])
-        } else {
-            cfeval_schema::ids::content_id("prompt", &[&self.single_shot])
+    pub fn hash(&self, mode: crate::Mode) -> String {
+        match mode {
+            crate::Mode::Agent => {
+                cfeval_schema::ids::content_id("prompt", &[&self.agent, &self.agent_text_protocol])
+            }
+            crate::Mode::Harness => cfeval_schema::ids::content_id("prompt", &["harness", &self.harness]),
+            crate::Mode::SingleShot | crate::Mode::Dialogue => {
+                cfeval_schema::ids::content_id("prompt", &[&self.single_shot])
+            }
         }
     }
 }
@@ -151,7 +173,10 @@ mod tests {
             cues.iter()
                 .all(|cue| cued.single_shot.to_lowercase().contains(cue))
         );
-        assert_ne!(neutral.hash(false), cued.hash(false));
+        assert_ne!(
+            neutral.hash(crate::Mode::SingleShot),
+            cued.hash(crate::Mode::SingleShot)
+        );
         assert!(Prompts::named("loud").is_none());
         assert!(Prompts::SETS.iter().all(|name| Prompts::named(name).is_some()));
     }
@@ -283,7 +308,10 @@ mod tests {
         let prompts = Prompts::default();
         let mut other = prompts.clone();
         other.single_shot.push('.');
-        assert_ne!(prompts.hash(false), other.hash(false));
-        assert_eq!(prompts.hash(true), other.hash(true));
+        assert_ne!(
+            prompts.hash(crate::Mode::SingleShot),
+            other.hash(crate::Mode::SingleShot)
+        );
+        assert_eq!(prompts.hash(crate::Mode::Agent), other.hash(crate::Mode::Agent));
     }
 }

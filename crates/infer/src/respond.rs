@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::control::Control;
 use crate::dialogue::Dialogue;
+use crate::harness::Harness;
 use crate::prompt::{Prompts, extract_recommendation, fenced_chart, tool_result};
 
 /// The mode a subject runs in.
@@ -16,6 +17,8 @@ pub enum Mode {
     Agent,
     /// AgentClinic's doctor–patient dialogue ([`crate::dialogue`]).
     Dialogue,
+    /// EviDx's observer-guided harness ([`crate::harness`]).
+    Harness,
 }
 
 impl Mode {
@@ -25,13 +28,14 @@ impl Mode {
             Mode::SingleShot => "single_shot",
             Mode::Agent => "agent",
             Mode::Dialogue => "dialogue",
+            Mode::Harness => "harness",
         }
     }
 
     /// Reads the name used in tables back (`single_shot`, `agent`,
-    /// `dialogue`).
+    /// `dialogue`, `harness`).
     pub fn parse(text: &str) -> Option<Self> {
-        [Mode::SingleShot, Mode::Agent, Mode::Dialogue]
+        [Mode::SingleShot, Mode::Agent, Mode::Dialogue, Mode::Harness]
             .into_iter()
             .find(|mode| mode.as_str() == text)
     }
@@ -130,7 +134,7 @@ fn base_row(
     prompts: &Prompts,
     settings: &CallSettings,
 ) -> ResponseRow {
-    let prompt_hash = prompts.hash(mode == Mode::Agent);
+    let prompt_hash = prompts.hash(mode);
     let (backend, model) = match subject {
         Subject::Model { client, .. } => (client.identity().backend.clone(), client.identity().model.clone()),
         Subject::Control(control) => (
@@ -172,6 +176,7 @@ fn base_row(
         sections_read: Vec::new(),
         tool_errors: 0,
         dialogue: None,
+        harness: None,
     }
 }
 
@@ -198,6 +203,7 @@ pub fn failed_row(
 /// [`crate::reply`]) gets its own status (`empty`, `truncated`, `refused`,
 /// `bad_tool_args`), with the cause, so that every tuple ends with a row.
 /// `attempts` counts every HTTP attempt made for the row, failed ones too.
+#[allow(clippy::too_many_arguments)]
 pub async fn respond(
     run: &str,
     subject: &Subject,
@@ -206,9 +212,17 @@ pub async fn respond(
     prompts: &Prompts,
     settings: &CallSettings,
     dialogue: Option<&Dialogue>,
+    harness: Option<&Harness>,
 ) -> ResponseRow {
     let mut row = base_row(run, subject, mode, variant, prompts, settings);
     match (mode, subject) {
+        (Mode::Harness, _) => match harness {
+            Some(harness) => harness.episode(subject, variant, settings, &mut row).await,
+            None => {
+                row.status = ResponseStatus::Error.as_str().into();
+                row.error = Some("harness mode needs the harness's corpus and thresholds".into());
+            }
+        },
         (Mode::Dialogue, _) => match dialogue {
             Some(dialogue) => dialogue.converse(subject, variant, settings, &mut row).await,
             None => {
@@ -360,7 +374,7 @@ fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-fn tool_step(
+pub(crate) fn tool_step(
     step: u32,
     tool: &str,
     arguments: &serde_json::Value,
@@ -384,7 +398,7 @@ fn tool_step(
     }
 }
 
-fn final_step(step: u32, text: &str) -> TraceStep {
+pub(crate) fn final_step(step: u32, text: &str) -> TraceStep {
     TraceStep {
         step,
         kind: "final".into(),
@@ -452,7 +466,7 @@ pub(crate) fn run_tool<'a>(
 }
 
 /// Records what one tool call read and whether it failed.
-fn note_tool_outcome(row: &mut ResponseRow, section: Option<&Section>, failed: bool) {
+pub(crate) fn note_tool_outcome(row: &mut ResponseRow, section: Option<&Section>, failed: bool) {
     if let Some(section) = section
         && !row.sections_read.contains(&section.name)
     {
@@ -462,7 +476,7 @@ fn note_tool_outcome(row: &mut ResponseRow, section: Option<&Section>, failed: b
 }
 
 /// Parses a text-protocol action line: `ACTION: tool [argument]`.
-fn parse_action(text: &str) -> Option<(String, serde_json::Value)> {
+pub(crate) fn parse_action(text: &str) -> Option<(String, serde_json::Value)> {
     let line = text
         .lines()
         .map(str::trim)

@@ -19,7 +19,7 @@
 //! point leaves either the old rows or the new ones.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cfeval_schema::{
@@ -32,6 +32,7 @@ use cfeval_schema::lineage::CatalogConflict;
 
 use crate::dialogue::Dialogue;
 use crate::error::{Error, Result};
+use crate::harness::Harness;
 use crate::prompt::Prompts;
 use crate::respond::{CallSettings, Mode, Subject, respond};
 
@@ -122,6 +123,9 @@ pub struct Config {
     pub progress: Option<Progress>,
     /// The patient agent and interaction limit of mode `dialogue`.
     pub dialogue: Option<DialogueSetup>,
+    /// The Observer's thresholds and the Consultant's corpus of mode
+    /// `harness` (`None`: the defaults and the pack's corpus).
+    pub harness: Option<HarnessSetup>,
     /// Send the unit's requests through the provider's batch endpoints
     /// first (single-shot model subjects; see [`cfeval_model::batch`]).
     /// Not part of the fingerprint: a batch and a live sweep are the same
@@ -161,6 +165,27 @@ pub fn batch_state_path(run_dir: &Path, unit: &str) -> std::path::PathBuf {
         })
         .collect();
     run_dir.join("batches").join(format!("{name}.json"))
+}
+
+/// What mode `harness` runs with besides the pack.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HarnessSetup {
+    pub thresholds: crate::harness::Thresholds,
+    pub protocol: crate::harness::Protocol,
+    /// The Consultant's corpus: a folder of `.md` and `.txt` files that
+    /// replaces the built-in one (the pack's `corpus/` folder with its
+    /// ontology's definitions, or the treatment task's guideline text).
+    pub corpus: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct HarnessFingerprint<'a> {
+    thresholds: &'a crate::harness::Thresholds,
+    protocol: crate::harness::Protocol,
+    /// A corpus of the user's: the content hash of its passages (the
+    /// built-in one is part of the pack, which the variants carry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    corpus: Option<String>,
 }
 
 /// What mode `dialogue` needs besides the pack: the patient agent (a model;
@@ -240,6 +265,7 @@ impl Default for Config {
             max_tries: DEFAULT_MAX_TRIES,
             progress: None,
             dialogue: None,
+            harness: None,
             batch: None,
         }
     }
@@ -292,6 +318,9 @@ struct Fingerprint<'a> {
     /// Mode `dialogue` only, so other units keep their fingerprint.
     #[serde(skip_serializing_if = "Option::is_none")]
     dialogue: Option<DialogueFingerprint<'a>>,
+    /// Mode `harness` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    harness: Option<HarnessFingerprint<'a>>,
 }
 
 fn is_one(value: &u32) -> bool {
@@ -314,7 +343,7 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
     ids::fingerprint(&Fingerprint {
         subject,
         mode: config.mode.as_str(),
-        prompt_hash: config.prompts.hash(config.mode == Mode::Agent),
+        prompt_hash: config.prompts.hash(config.mode),
         temperature: config.settings.temperature,
         seed: config.settings.seed,
         max_tokens: config.settings.max_tokens,
@@ -341,6 +370,24 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
                 notebook: setup.notebook,
                 fallback: setup.fallback.as_deref(),
             }),
+        harness: (config.mode == Mode::Harness).then(|| {
+            static DEFAULTS: std::sync::OnceLock<crate::harness::Thresholds> = std::sync::OnceLock::new();
+            let setup = config.harness.as_ref();
+            HarnessFingerprint {
+                thresholds: setup.map_or_else(
+                    || DEFAULTS.get_or_init(Default::default),
+                    |setup| &setup.thresholds,
+                ),
+                protocol: setup.map(|setup| setup.protocol).unwrap_or_default(),
+                corpus: setup.and_then(|setup| setup.corpus.as_deref()).map(|dir| {
+                    match cfeval_consult::read_dir(dir) {
+                        Ok(passages) => cfeval_consult::passages_hash(&passages),
+                        // Unreadable: the run fails when it loads it.
+                        Err(error) => format!("unreadable: {error}"),
+                    }
+                }),
+            }
+        }),
     })
 }
 
@@ -488,6 +535,66 @@ fn load_dialogue(config: &Config, pack: &cfeval_schema::pack::Pack) -> Result<Di
     })
 }
 
+/// The harness of a run: the Consultant's corpus (the user's folder, else
+/// the pack's `corpus/` folder with the ontology's definitions for a
+/// diagnosis pack, or the guideline table's lines for the treatment task),
+/// the Observer's thresholds and the Diagnostician's prompt.
+fn load_harness(config: &Config, pack: Option<&cfeval_schema::pack::Pack>) -> Result<Harness> {
+    let setup = config.harness.clone().unwrap_or_default();
+    let problems = setup.thresholds.problems();
+    if !problems.is_empty() {
+        return Err(Error::Pack(format!("[harness]: {}", problems.join("; "))));
+    }
+    let corpus_error = |error: cfeval_consult::Error| Error::Pack(format!("the harness's corpus: {error}"));
+    let diagnosis = pack.filter(|pack| pack.task == cfeval_schema::vocab::TaskKind::Diagnosis);
+    let ontology = match diagnosis {
+        Some(pack) => Some(Arc::new(
+            cfeval_diagnosis::ontology::Ontology::load(&pack.dir)
+                .map_err(|error| Error::Pack(format!("pack `{}`: {error}", pack.name)))?,
+        )),
+        None => None,
+    };
+    let passages = match &setup.corpus {
+        Some(dir) => cfeval_consult::read_dir(dir).map_err(corpus_error)?,
+        None => {
+            let mut passages = Vec::new();
+            if let Some(pack) = pack
+                && pack.file(crate::harness::CORPUS_DIR).is_dir()
+            {
+                passages =
+                    cfeval_consult::read_dir(&pack.file(crate::harness::CORPUS_DIR)).map_err(corpus_error)?;
+            }
+            match &ontology {
+                Some(ontology) => passages.extend(crate::harness::ontology_passages(ontology)),
+                None => {
+                    let guidelines = match pack {
+                        Some(pack) => cfeval_guidelines::Guidelines::load(&pack.file("guidelines.yaml")),
+                        None => cfeval_guidelines::Guidelines::builtin(),
+                    }
+                    .map_err(|error| Error::Pack(format!("the guideline table: {error}")))?;
+                    passages.extend(crate::harness::guideline_passages(&guidelines));
+                }
+            }
+            passages
+        }
+    };
+    let known = ontology.map(|ontology| -> crate::harness::Knows {
+        Arc::new(move |name: &str| ontology.resolve(name).is_some())
+    });
+    if passages.is_empty() {
+        return Err(Error::Pack(
+            "the harness's corpus holds no passage: the Consultant would have nothing to return".into(),
+        ));
+    }
+    Ok(Harness {
+        thresholds: setup.thresholds,
+        protocol: setup.protocol,
+        corpus: Arc::new(cfeval_consult::Corpus::build(passages).map_err(corpus_error)?),
+        prompt: config.prompts.harness.clone(),
+        known,
+    })
+}
+
 /// Every case's reference, for the diagnostic controls.
 fn diagnosis_run(run_dir: &Path) -> Result<crate::control::DiagnosisRun> {
     let cases = ShardStore::open(
@@ -530,10 +637,10 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         }
         _ => None,
     };
-    let (config, subject) = match pack {
+    let (config, subject) = match &pack {
         Some(pack) if pack.task == cfeval_schema::vocab::TaskKind::Diagnosis => {
             let mut adjusted = config.clone();
-            adjusted.prompts = Prompts::from_pack(&pack).map_err(Error::Pack)?;
+            adjusted.prompts = Prompts::from_pack(pack).map_err(Error::Pack)?;
             if config.mode == Mode::Agent && adjusted.prompts.agent.is_empty() {
                 return Err(Error::Pack(format!(
                     "the {} pack has no agent prompt (prompts/agent.md): it answers in single_shot mode only",
@@ -551,6 +658,10 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         _ => (std::borrow::Cow::Borrowed(config), subject),
     };
     let config: &Config = &config;
+    let harness = match config.mode {
+        Mode::Harness => Some(Arc::new(load_harness(config, pack.as_ref())?)),
+        _ => None,
+    };
     // Variant rows carry a whole chart each, and several units stream them at
     // once: read them in small batches.
     let variants = ShardStore::open(
@@ -630,7 +741,11 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
         catalog_hash: variants.catalog_hash().map(str::to_string),
     };
     let mut writer = responses.writer(provenance.clone());
-    let mut window = Window::new(config, &subject, dialogue.clone());
+    let episodes = Episodes {
+        dialogue: dialogue.clone(),
+        harness: harness.clone(),
+    };
+    let mut window = Window::new(config, &subject, episodes.clone());
     let mut retry: Vec<(Tuple, u32)> = Vec::new();
     let samples = config.samples.max(1);
     for batch in variants.read_rows::<VariantRow>()? {
@@ -662,7 +777,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
                             retry_chunk(
                                 config,
                                 &subject,
-                                dialogue.as_ref(),
+                                &episodes,
                                 std::mem::take(&mut retry),
                                 &mut responses,
                                 &provenance,
@@ -692,7 +807,7 @@ pub async fn run_async(config: &Config, subject: Arc<Subject>, run_dir: &Path) -
     retry_chunk(
         config,
         &subject,
-        dialogue.as_ref(),
+        &episodes,
         retry,
         &mut responses,
         &provenance,
@@ -896,7 +1011,7 @@ fn answered(
 async fn retry_chunk(
     config: &Config,
     subject: &Arc<Subject>,
-    dialogue: Option<&Arc<Dialogue>>,
+    episodes: &Episodes,
     chunk: Vec<(Tuple, u32)>,
     responses: &mut ShardStore,
     provenance: &Provenance,
@@ -911,7 +1026,7 @@ async fn retry_chunk(
         .map(|(tuple, tries)| ((tuple.variant.variant_id.clone(), tuple.sample), *tries))
         .collect();
     let tuples = chunk.into_iter().map(|(tuple, _)| tuple).collect();
-    let rows = answer_chunk(config, subject, dialogue, tuples, report).await?;
+    let rows = answer_chunk(config, subject, episodes, tuples, report).await?;
     report.retried += rows.len() as u64;
     let mut fresh: HashMap<TupleKey, ResponseRow> = rows
         .into_iter()
@@ -1000,7 +1115,7 @@ impl RowSink for Vec<ResponseRow> {
 struct Window<'a> {
     config: &'a Config,
     subject: &'a Arc<Subject>,
-    dialogue: Option<Arc<Dialogue>>,
+    episodes: Episodes,
     tasks: tokio::task::JoinSet<(usize, ResponseRow)>,
     /// Each running task's tuple (a failed task's row is made from it).
     running: HashMap<tokio::task::Id, (usize, Tuple)>,
@@ -1011,11 +1126,11 @@ struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
-    fn new(config: &'a Config, subject: &'a Arc<Subject>, dialogue: Option<Arc<Dialogue>>) -> Self {
+    fn new(config: &'a Config, subject: &'a Arc<Subject>, episodes: Episodes) -> Self {
         Self {
             config,
             subject,
-            dialogue,
+            episodes,
             tasks: tokio::task::JoinSet::new(),
             running: HashMap::new(),
             finished: std::collections::BTreeMap::new(),
@@ -1040,7 +1155,7 @@ impl<'a> Window<'a> {
         let settings = self.config.settings.for_sample(tuple.sample);
         let mode = self.config.mode;
         let variant = Arc::clone(&tuple.variant);
-        let dialogue = self.dialogue.clone();
+        let episodes = self.episodes.clone();
         let handle = self.tasks.spawn(async move {
             (
                 index,
@@ -1051,7 +1166,8 @@ impl<'a> Window<'a> {
                     &variant,
                     &prompts,
                     &settings,
-                    dialogue.as_deref(),
+                    episodes.dialogue.as_deref(),
+                    episodes.harness.as_deref(),
                 )
                 .await,
             )
@@ -1123,16 +1239,24 @@ impl<'a> Window<'a> {
     }
 }
 
+/// What the episodes of modes `dialogue` and `harness` need, shared by
+/// every task of a unit.
+#[derive(Clone, Default)]
+struct Episodes {
+    dialogue: Option<Arc<Dialogue>>,
+    harness: Option<Arc<Harness>>,
+}
+
 /// Answers `chunk` through a [`Window`]; the rows in tuple order.
 async fn answer_chunk(
     config: &Config,
     subject: &Arc<Subject>,
-    dialogue: Option<&Arc<Dialogue>>,
+    episodes: &Episodes,
     chunk: Vec<Tuple>,
     report: &mut Report,
 ) -> Result<Vec<ResponseRow>> {
     let mut rows: Vec<ResponseRow> = Vec::with_capacity(chunk.len());
-    let mut window = Window::new(config, subject, dialogue.cloned());
+    let mut window = Window::new(config, subject, episodes.clone());
     for tuple in chunk {
         window.submit(tuple, &mut rows, report).await?;
     }

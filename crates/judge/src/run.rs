@@ -926,7 +926,8 @@ impl Context<'_> {
             row.error = Some("the variant is not in the variants table".into());
             return (row, None);
         };
-        if response.mode == "agent" {
+        // The modes that read the chart by tools: was the edited section read?
+        if response.mode == "agent" || response.mode == "harness" {
             let edited: BTreeSet<&str> = info
                 .diff
                 .iter()

@@ -51,8 +51,8 @@ pub use tables::*;
 /// `responses.sample` and `judgments.sample` (repeated samples). 4:
 /// `variants.expected.diagnosis` and `urgency` (diagnosis packs). 5:
 /// `responses.dialogue` and the trace's `speaker`, tokens and latency
-/// (dialogue mode).
-pub const SCHEMA_VERSION: u32 = 5;
+/// (dialogue mode). 6: `responses.harness` (harness mode).
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The cfeval version that wrote a shard.
 pub const CFEVAL_VERSION: &str = env!("CARGO_PKG_VERSION");

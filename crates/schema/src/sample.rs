@@ -190,6 +190,7 @@ pub fn response(i: u64) -> ResponseRow {
         sections_read: if agent { vec!["biomarkers".into()] } else { vec![] },
         tool_errors: 0,
         dialogue: None,
+        harness: None,
     }
 }
 

@@ -279,6 +279,105 @@ pub struct DialogueOutcome {
     pub measurement_fallbacks: u32,
 }
 
+/// How a harness episode (mode `harness`, EviDx's observer-guided
+/// harness) went: the Diagnostician (the subject) read the chart through
+/// the EHR Executor and asked the Clinical Consultant, reporting its belief
+/// over a differential after every observation, and the Observer approved
+/// its finish only when the belief's entropy and the chart coverage passed
+/// the step's thresholds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessOutcome {
+    /// `approved` (the Observer approved a finish), `step_limit` (the
+    /// episode reached `max_steps`; the last answer proposed, if any, is the
+    /// row's text) or `no_answer` (the limit with no answer ever proposed).
+    pub outcome: String,
+    pub max_steps: u32,
+    /// The Diagnostician's turns (model calls) used.
+    pub steps: u32,
+    /// One entry per turn: what it did, its belief and the Observer's view.
+    pub trajectory: Vec<HarnessStep>,
+    /// Level 1, execution robustness. Turns whose reply was not the
+    /// step's JSON (or a tool call without a valid `differential`).
+    pub schema_failures: u32,
+    /// Turns whose belief was unusable: negative, NaN or infinite numbers,
+    /// or nothing above zero (the previous belief is kept).
+    pub invalid_beliefs: u32,
+    /// Hypotheses named in beliefs that the pack's ontology does not know
+    /// (counted once per turn and name; kept in the belief).
+    pub unknown_hypotheses: u32,
+    /// Calls to tools the harness does not have.
+    pub unknown_tools: u32,
+    /// Tool calls that failed (bad arguments, an unknown section, an
+    /// unknown tool).
+    pub tool_errors: u32,
+    /// HTTP attempts beyond one per turn (transport retries, and replies
+    /// retried as unusable).
+    pub retries: u32,
+    /// Turns answered in natural language instead of the protocol (read as
+    /// best the harness could; counted, not fatal).
+    pub language_fallbacks: u32,
+    /// Level 2, reasoning dynamics. Finish proposals the Observer refused.
+    pub observer_blocks: u32,
+    /// Turns where the entropy fell by more than the threshold although the
+    /// observation before it brought no new evidence (no section read for
+    /// the first time, no passage not seen before).
+    pub spurious_drops: u32,
+    /// Coverage V when the episode ended.
+    pub final_coverage: f64,
+    /// Entropy H (bits) of the last usable belief; none if there was none.
+    pub final_entropy: Option<f64>,
+    /// Queries to the Consultant (the passages each returned are in the
+    /// trace).
+    pub consultations: u32,
+    /// The final answer as the Diagnostician proposed it.
+    pub answer: Option<String>,
+    /// The sections read before the final answer, in order of first read.
+    pub sections_before_answer: Vec<String>,
+    /// The corpus the Consultant searched (its content hash).
+    pub corpus_hash: String,
+}
+
+/// One turn of a harness episode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessStep {
+    /// 1-based turn number t.
+    pub step: u32,
+    /// `list_chart_sections`, `read_chart_section`, `consult`, `finish`, or
+    /// `none` (the turn named no usable action).
+    pub action: String,
+    /// The section name, the query or the proposed answer.
+    pub argument: Option<String>,
+    /// The belief reported this turn, normalised to sum to 1 (empty when
+    /// the turn reported none usable).
+    pub belief: Vec<Belief>,
+    /// H(t) in bits of the belief in force after this turn (the last usable
+    /// one); none before any usable belief.
+    pub entropy: Option<f64>,
+    /// V(T_t): the share of the chart's sections read after this turn.
+    pub coverage: f64,
+    /// The step's thresholds: finish needs entropy ≤ `max_entropy` and
+    /// coverage ≥ `min_coverage`.
+    pub max_entropy: f64,
+    pub min_coverage: f64,
+    /// Whether the observation this turn's belief followed brought new
+    /// evidence (always true for the first turn).
+    pub new_evidence: bool,
+    /// A finish this turn proposed was refused, with the Observer's words.
+    pub blocked: Option<String>,
+    /// What went wrong with the turn's reply, if anything.
+    pub problem: Option<String>,
+}
+
+/// One hypothesis of a reported belief.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Belief {
+    pub hypothesis: String,
+    /// The number as the model wrote it.
+    pub raw: f64,
+    /// Normalised over the turn's hypotheses (sums to 1).
+    pub probability: f64,
+}
+
 /// The patient's ratings of the doctor, 1–10 each (AgentClinic's
 /// patient-centred measures).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -298,7 +397,7 @@ pub struct ResponseRow {
     /// `provider/model`, e.g. `openai/gpt-5` or `control/reference`.
     pub subject: String,
     pub is_control: bool,
-    /// `single_shot`, `agent` or `dialogue`.
+    /// `single_shot`, `agent`, `dialogue` or `harness`.
     pub mode: String,
     pub case_id: String,
     pub variant_id: String,
@@ -349,6 +448,8 @@ pub struct ResponseRow {
     pub tool_errors: u32,
     /// How the dialogue went (mode `dialogue` only).
     pub dialogue: Option<DialogueOutcome>,
+    /// How the harness episode went (mode `harness` only).
+    pub harness: Option<HarnessOutcome>,
 }
 
 /// The `judgments.metric` of a baseline re-sample judged against the first

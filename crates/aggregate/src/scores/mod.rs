@@ -256,8 +256,25 @@ pub fn specs(accumulated: &Accumulated, layout: &Layout, families: &Families<'_>
         },
         |spec| (spec.mode.clone(), delta_metric("delta_bias", &spec.metric)),
     );
+    // The harness against the same subject's single-shot and agent answers.
+    let harness: Vec<Spec> = ["single_shot", "agent"]
+        .into_iter()
+        .flat_map(|peer| {
+            paired_deltas(
+                &out,
+                |spec| (spec.mode == "harness").then(|| (spec.subject.clone(), peer.to_string())),
+                |spec| {
+                    (
+                        format!("harness-{peer}"),
+                        delta_metric(&format!("delta_harness_minus_{peer}"), &spec.metric),
+                    )
+                },
+            )
+        })
+        .collect();
     out.extend(agent);
     out.extend(bias);
+    out.extend(harness);
     out
 }
 

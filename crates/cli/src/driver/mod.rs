@@ -339,6 +339,11 @@ pub fn infer_config(
                 // The subject's own options, checked when the pipeline was read.
                 .with_options_of(&subject.name)
             }),
+        harness: (run.mode == cfeval_infer::Mode::Harness).then(|| cfeval_infer::HarnessSetup {
+            thresholds: pipeline.harness.thresholds.clone(),
+            protocol: pipeline.harness.protocol,
+            corpus: pipeline.harness.corpus.clone(),
+        }),
         batch: subject
             .batch
             .clone()

@@ -260,7 +260,10 @@ fn print_plan(
                 subject
                     .price
                     .or_else(|| prices.lookup(SubjectName::model_of(&subject.name))),
-                dialogue_calls(pipeline, &subject.name),
+                match run.mode {
+                    Mode::Harness => u64::from(pipeline.harness.thresholds.max_steps),
+                    _ => dialogue_calls(pipeline, &subject.name),
+                },
             )?;
             if subject.batch.is_some() {
                 // The providers' batch endpoints charge half.
@@ -586,7 +589,8 @@ fn plan_unit(
     seed: u64,
     tuples: u64,
     price: Option<Price>,
-    dialogue_calls: u64,
+    // A dialogue's calls at most, or a harness episode's steps.
+    episode_calls: u64,
 ) -> anyhow::Result<UnitPlan> {
     let mut unit = UnitPlan {
         tuples,
@@ -611,7 +615,7 @@ fn plan_unit(
         Mode::Agent => u64::from(subject.max_steps.max(1)),
         // At most N doctor turns, N patient replies (its opening statement
         // included), the closing ratings and the tools' calls.
-        Mode::Dialogue => dialogue_calls,
+        Mode::Dialogue | Mode::Harness => episode_calls,
     };
     let mut cached = 0u64;
     let mut input_chars = 0u64;

@@ -8,6 +8,7 @@ mod concurrency;
 mod corruption;
 mod dialogue;
 mod driver;
+mod harness;
 mod import;
 mod infer_resume;
 mod inspect;

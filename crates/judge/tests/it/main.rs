@@ -130,6 +130,7 @@ fn response(
         sections_read: Vec::new(),
         tool_errors: 0,
         dialogue: None,
+        harness: None,
     }
 }
 

@@ -273,7 +273,8 @@ fn mode_order(mode: &str) -> u8 {
         "single_shot" => 0,
         "agent" => 1,
         "dialogue" => 2,
-        _ => 3,
+        "harness" => 3,
+        _ => 4,
     }
 }
 
@@ -283,6 +284,7 @@ fn mode_title(mode: &str) -> String {
         "single_shot" => "Single-shot".into(),
         "agent" => "Agent".into(),
         "dialogue" => "Dialogue".into(),
+        "harness" => "Harness".into(),
         other => other.replace('_', " "),
     }
 }

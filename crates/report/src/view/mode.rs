@@ -33,6 +33,9 @@ pub struct ModeView {
     pub dialogue: Option<TableView>,
     /// Biases (mode `dialogue`): biased − unbiased, paired by case.
     pub biases: Option<TableView>,
+    /// The harness's 3-level pyramid (mode `harness`): execution
+    /// robustness, reasoning dynamics, outcomes.
+    pub harness: Vec<TableView>,
     /// The rubric judges' sections (one per `rubric:<model>` judge).
     pub rubric: Vec<super::rubric::RubricView>,
     pub slope: PlotView,
@@ -272,6 +275,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         ]);
     }
     let biases = (!biases.rows.is_empty()).then_some(biases);
+    let harness = harness_tables(scores, mode, judge, &subjects, &under);
 
     // Rank slope chart over every subject with both metrics, controls included.
     let both: Vec<(&str, bool, f64, f64)> = subjects
@@ -638,6 +642,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         samples,
         dialogue,
         biases,
+        harness,
         rubric: super::rubric::build(scores, mode)?,
         slope,
         spearman,
@@ -650,6 +655,92 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         scatter,
         interventions,
     })
+}
+
+/// The harness's pyramid (EviDx's three levels), one table a level, from
+/// the aggregate stage's `harness_*` rows (judge `none`) and the judges'
+/// outcome rows; empty when the mode has no harness episodes.
+fn harness_tables(
+    scores: &Scores<'_>,
+    mode: &str,
+    judge: &str,
+    subjects: &[(&str, bool)],
+    under: &str,
+) -> Vec<TableView> {
+    let levels: [(&str, &[(&str, &str)]); 2] = [
+        (
+            "Harness, level 1 — execution robustness: per episode, the share with no usable answer              and the share that reached the step limit, then mean counts of replies off the              protocol, unusable beliefs, hypotheses the ontology does not know, unknown tools, failed              tool calls, HTTP retries and natural-language fallbacks; 95% case-bootstrap intervals",
+            &[
+                ("Failed", "harness_failed"),
+                ("Step limit", "harness_step_limit"),
+                ("Schema failures", "harness_schema_failures"),
+                ("Invalid beliefs", "harness_invalid_beliefs"),
+                ("Unknown hypotheses", "harness_unknown_hypotheses"),
+                ("Unknown tools", "harness_unknown_tools"),
+                ("Tool errors", "harness_tool_errors"),
+                ("Retries", "harness_retries"),
+                ("Language fallbacks", "harness_language_fallbacks"),
+            ],
+        ),
+        (
+            "Harness, level 2 — reasoning dynamics: per episode, finishes the Observer refused,              spurious entropy drops (the belief sharpened with no new evidence before it), chart              coverage and belief entropy (bits) at termination, steps, and queries to the              Consultant; 95% case-bootstrap intervals",
+            &[
+                ("Observer blocks", "harness_observer_blocks"),
+                ("Spurious drops", "harness_spurious_drops"),
+                ("Coverage", "harness_coverage"),
+                ("Entropy (bits)", "harness_entropy"),
+                ("Steps", "harness_steps"),
+                ("Consultations", "harness_consultations"),
+            ],
+        ),
+    ];
+    let mut tables = Vec::new();
+    for (title, columns) in levels {
+        let mut headers = vec!["Subject"];
+        headers.extend(columns.iter().map(|(header, _)| *header));
+        headers.push("Episodes");
+        let mut table = TableView::new(title, &headers);
+        for &(subject, control) in subjects {
+            let of = |metric: &str| scores.get(subject, mode, "none", metric, "overall", "all");
+            let Some(first) = of(columns[0].1) else {
+                continue;
+            };
+            let mut row = vec![Cell::subject(subject, control)];
+            row.extend(columns.iter().map(|(_, metric)| Cell::estimate(of(metric))));
+            row.push(Cell::number(first.n_tuples.to_string()));
+            table.rows.push(row);
+        }
+        if table.rows.is_empty() {
+            return Vec::new();
+        }
+        tables.push(table);
+    }
+    let mut outcomes = TableView::new(
+        &format!(
+            "Harness, level 3 — outcomes ({under}): accuracy of the baseline episodes (CMS), CSS,              and the harness minus the same subject's single-shot and agent answers on the same              tuples (paired by case; an interval clear of 0 is an effect of the harness)"
+        ),
+        &[
+            "Subject",
+            "Accuracy",
+            "CSS",
+            "Δ CSS vs single-shot",
+            "Δ CSS vs agent",
+            "Δ accuracy vs single-shot",
+        ],
+    );
+    for &(subject, control) in subjects {
+        let of = |metric: &str, in_mode: &str| scores.get(subject, in_mode, judge, metric, "overall", "all");
+        outcomes.rows.push(vec![
+            Cell::subject(subject, control),
+            Cell::estimate(of("cms", mode)),
+            Cell::estimate(of("css", mode)),
+            Cell::estimate(of("delta_harness_minus_single_shot", "harness-single_shot")),
+            Cell::estimate(of("delta_harness_minus_agent", "harness-agent")),
+            Cell::estimate(of("delta_harness_minus_single_shot_cms", "harness-single_shot")),
+        ]);
+    }
+    tables.push(outcomes);
+    tables
 }
 
 /// A count of judgments left out, with its share of the cell (`12 (3.1%)`),

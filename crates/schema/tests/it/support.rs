@@ -348,6 +348,7 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
             any::<u32>(),
             any::<u32>(),
             proptest::option::of(dialogue_outcome()),
+            proptest::option::of(harness_outcome()),
         ),
     )
         .prop_map(
@@ -358,7 +359,7 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
                 (input_tokens, output_tokens, cost_usd, latency_ms),
                 trace,
                 sections_read,
-                (tool_errors, sample, dialogue),
+                (tool_errors, sample, dialogue, harness),
             )| ResponseRow {
                 run,
                 subject,
@@ -393,6 +394,104 @@ pub fn response_row() -> impl Strategy<Value = ResponseRow> {
                 sections_read,
                 tool_errors,
                 dialogue,
+                harness,
+            },
+        )
+}
+
+pub fn harness_step() -> impl Strategy<Value = HarnessStep> {
+    (
+        (any::<u32>(), text(), opt_text()),
+        proptest::collection::vec((text(), finite(), finite()), 0..3),
+        (proptest::option::of(finite()), finite(), finite(), finite()),
+        (any::<bool>(), opt_text(), opt_text()),
+    )
+        .prop_map(
+            |(
+                (step, action, argument),
+                belief,
+                (entropy, coverage, max_entropy, min_coverage),
+                (new_evidence, blocked, problem),
+            )| HarnessStep {
+                step,
+                action,
+                argument,
+                belief: belief
+                    .into_iter()
+                    .map(|(hypothesis, raw, probability)| Belief {
+                        hypothesis,
+                        raw,
+                        probability,
+                    })
+                    .collect(),
+                entropy,
+                coverage,
+                max_entropy,
+                min_coverage,
+                new_evidence,
+                blocked,
+                problem,
+            },
+        )
+}
+
+pub fn harness_outcome() -> impl Strategy<Value = HarnessOutcome> {
+    (
+        (text(), any::<u32>(), any::<u32>()),
+        proptest::collection::vec(harness_step(), 0..3),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+        ),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            finite(),
+            proptest::option::of(finite()),
+            any::<u32>(),
+        ),
+        (opt_text(), proptest::collection::vec(text(), 0..3), text()),
+    )
+        .prop_map(
+            |(
+                (outcome, max_steps, steps),
+                trajectory,
+                (
+                    schema_failures,
+                    invalid_beliefs,
+                    unknown_hypotheses,
+                    unknown_tools,
+                    tool_errors,
+                    retries,
+                    language_fallbacks,
+                ),
+                (observer_blocks, spurious_drops, final_coverage, final_entropy, consultations),
+                (answer, sections_before_answer, corpus_hash),
+            )| HarnessOutcome {
+                outcome,
+                max_steps,
+                steps,
+                trajectory,
+                schema_failures,
+                invalid_beliefs,
+                unknown_hypotheses,
+                unknown_tools,
+                tool_errors,
+                retries,
+                language_fallbacks,
+                observer_blocks,
+                spurious_drops,
+                final_coverage,
+                final_entropy,
+                consultations,
+                answer,
+                sections_before_answer,
+                corpus_hash,
             },
         )
 }

@@ -1,0 +1,463 @@
+//! Mode `harness` end to end (issue 18), against a scripted server whose
+//! Diagnosticians report given beliefs and actions step by step, over the
+//! NEJM-style test cases of the general-medicine pack:
+//!
+//! - H(t) (bits) and V(T_t) equal the values computed here from the script
+//!   and the variant's sections, at every step;
+//! - a finish is blocked exactly when the step's thresholds say so (a
+//!   coverage block at step 2; a spread belief blocked by entropy until
+//!   τ_H relaxes), and approved when they hold;
+//! - an episode that never satisfies the Observer ends at `max-steps` (50)
+//!   with its last proposal and `step_limit`;
+//! - malformed JSON, unusable numbers, unknown hypotheses, unknown tools and
+//!   natural-language replies are counted, never fatal;
+//! - a rerun is served from the cache with no new call, with the same rows;
+//! - the aggregate stage writes the pyramid's rows with intervals, and the
+//!   judge decides the harness answers like any other.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cfeval_model::testing::{BackgroundServer, Responder, ServerConfig};
+use cfeval_schema::{HarnessOutcome, JudgmentRow, ResponseRow, ScoreRow, VariantRow};
+
+use crate::support::{cfeval_in, rows, succeeded, workspace_root};
+
+/// The scripted answer.
+const ANSWER: &str = "Most likely diagnosis: Bullous pemphigoid\nReasoning: tense bullae, linear IgG and C3.";
+
+fn step_of(last: &str) -> u32 {
+    last.lines()
+        .next()
+        .and_then(|line| line.strip_prefix("Step "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .expect("every message to the Diagnostician opens with its step")
+}
+
+/// One protocol reply.
+fn reply(belief: &[(&str, f64)], action: &str, argument: &str) -> String {
+    let differential: Vec<serde_json::Value> = belief
+        .iter()
+        .map(|(hypothesis, belief)| serde_json::json!({"hypothesis": hypothesis, "belief": belief}))
+        .collect();
+    serde_json::json!({"differential": differential, "action": action, "argument": argument}).to_string()
+}
+
+const A: &str = "Bullous pemphigoid";
+const B: &str = "Pemphigus vulgaris";
+
+/// The `scripted` Diagnostician's beliefs and actions at step `t` (the
+/// first three of `sections` are read at steps 3–5).
+fn scripted(t: u32, sections: &[String]) -> String {
+    match t {
+        1 => reply(&[(A, 1.0), (B, 1.0)], "list_chart_sections", ""),
+        // Coverage 0: blocked.
+        2 => reply(&[(A, 0.5), (B, 0.5)], "finish", ANSWER),
+        // The belief sharpens after a blocked finish: a spurious drop.
+        3 => reply(&[(A, 0.9), (B, 0.1)], "read_chart_section", &sections[0]),
+        4 => reply(&[(A, 0.9), (B, 0.1)], "read_chart_section", &sections[1]),
+        5 => reply(&[(A, 95.0), (B, 5.0)], "read_chart_section", &sections[2]),
+        6 => reply(
+            &[(A, 0.95), (B, 0.05)],
+            "consult",
+            "tense bullae linear IgG basement membrane",
+        ),
+        _ => reply(&[(A, 1.0), (B, 0.0)], "finish", ANSWER),
+    }
+}
+
+/// The `hesitant` one never settles: four even hypotheses (2 bits) and a
+/// finish every step, never reading anything (coverage 0 never passes).
+fn hesitant() -> String {
+    reply(
+        &[
+            (A, 1.0),
+            (B, 1.0),
+            ("Dermatitis herpetiformis", 1.0),
+            ("Bullous impetigo", 1.0),
+        ],
+        "finish",
+        ANSWER,
+    )
+}
+
+/// The `broken` one breaks the protocol every way, then recovers.
+fn broken(t: u32, sections: &[String]) -> String {
+    match t {
+        1 => "Let me think about this patient carefully.".into(),
+        2 => r#"{"differential": [{"hypothesis": "Bullous pemphigoid", "belief": -0.2}, {"hypothesis": "Pemphigus vulgaris", "belief": "NaN"}], "action": "read_chart_section", "argument": "no such section"}"#.into(),
+        3 => reply(&[("Blorpitis", 1.0)], "fly", "away"),
+        4 => format!("I will read the chart.\nACTION: read_chart_section {}", sections[0]),
+        5 => "Most likely diagnosis: Bullous pemphigoid".into(),
+        _ => reply(&[(A, 1.0)], "finish", ANSWER),
+    }
+}
+
+fn responder(sections: Vec<String>) -> Responder {
+    Arc::new(move |model: &str, last: &str, _seed: Option<u64>| {
+        let t = step_of(last);
+        match model {
+            "scripted" => scripted(t, &sections),
+            "hesitant" => hesitant(),
+            _ => broken(t, &sections),
+        }
+    })
+}
+
+const LIMITS: &str =
+    "{ max-attempts = 4, backoff-base-secs = 0.0, backoff-max-secs = 0.0, max-retry-after-secs = 0.0 }";
+
+fn write_pipeline(dir: &Path, name: &str, url: Option<&str>) -> PathBuf {
+    let root = workspace_root();
+    let subjects: String = match url {
+        Some(url) => ["vllm/scripted", "vllm/hesitant", "vllm/broken"]
+            .iter()
+            .map(|name| {
+                format!(
+                    "[[subjects]]\nname = \"{name}\"\nbase-url = \"{url}\"\nmodes = [\"harness\"]\nlimits = {LIMITS}\n\n"
+                )
+            })
+            .collect(),
+        None => String::new(),
+    };
+    let text = format!(
+        r#"[run]
+name = "{name}"
+seed = 3
+pack = "{pack}"
+
+[cases]
+inputs = ["{cases}"]
+limit = 3
+
+{subjects}[[subjects]]
+name = "control/reference"
+modes = ["harness"]
+
+[harness]
+max-steps = 50
+protocol = "json"
+
+[[judges]]
+name = "rule"
+
+[aggregate]
+resamples = 100
+"#,
+        pack = root.join("data/packs/general-medicine").display(),
+        cases = root.join("tests/data/nejm-style/cases.jsonl").display(),
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).expect("write pipeline");
+    path
+}
+
+fn run(dir: &Path, pipeline: &Path, run: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "run".to_string(),
+        pipeline.display().to_string(),
+        "--run-dir".to_string(),
+        run.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|arg| arg.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    succeeded(cfeval_in(dir, &args), "cfeval run");
+}
+
+fn entropy(belief: &[f64]) -> f64 {
+    let total: f64 = belief.iter().sum();
+    belief
+        .iter()
+        .map(|b| b / total)
+        .filter(|p| *p > 0.0)
+        .map(|p| -p * p.log2())
+        .sum()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn the_observer_regulates_scripted_diagnosticians_step_by_step() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The variants first (a controls-only run): the script reads sections
+    // every variant has.
+    let first = write_pipeline(dir.path(), "harness-controls", None);
+    let controls_run = dir.path().join("runs/controls");
+    run(dir.path(), &first, &controls_run, &[]);
+    let variants: Vec<VariantRow> = rows::<VariantRow>(&controls_run)
+        .into_iter()
+        .filter(|variant| variant.applicable)
+        .collect();
+    let mut common: Vec<String> = variants[0].sections.iter().map(|s| s.name.clone()).collect();
+    common.retain(|name| {
+        variants
+            .iter()
+            .all(|v| v.sections.iter().any(|s| &s.name == name))
+    });
+    assert!(
+        common.len() >= 3,
+        "the script needs three sections every variant has: {common:?}"
+    );
+
+    let server = BackgroundServer::start(ServerConfig {
+        responder: Some(responder(common.clone())),
+        ..ServerConfig::default()
+    })
+    .expect("test server");
+    let file = write_pipeline(dir.path(), "harness", Some(&server.openai_base_url()));
+    let run_dir = dir.path().join("runs/harness");
+    run(dir.path(), &file, &run_dir, &[]);
+
+    let variants: BTreeMap<String, VariantRow> = rows::<VariantRow>(&run_dir)
+        .into_iter()
+        .map(|variant| (variant.variant_id.clone(), variant))
+        .collect();
+    let responses: Vec<ResponseRow> = rows(&run_dir);
+    let thresholds = cfeval_infer::harness::Thresholds::default();
+    fn of<'a>(responses: &'a [ResponseRow], subject: &'a str) -> impl Iterator<Item = &'a ResponseRow> {
+        responses
+            .iter()
+            .filter(move |row| row.subject == subject && row.mode == "harness")
+    }
+    assert!(of(&responses, "vllm/scripted").count() >= 3);
+
+    // The scripted Diagnostician, step by step.
+    for row in of(&responses, "vllm/scripted") {
+        let outcome: &HarnessOutcome = row.harness.as_ref().expect("a harness row keeps its outcome");
+        let total = variants[&row.variant_id].sections.len() as f64;
+        let beliefs: [&[f64]; 7] = [
+            &[1.0, 1.0],
+            &[0.5, 0.5],
+            &[0.9, 0.1],
+            &[0.9, 0.1],
+            &[95.0, 5.0],
+            &[0.95, 0.05],
+            &[1.0, 0.0],
+        ];
+        let read_after = [0.0, 0.0, 1.0, 2.0, 3.0, 3.0, 3.0];
+        assert_eq!(outcome.trajectory.len(), 7, "{outcome:?}");
+        for (at, step) in outcome.trajectory.iter().enumerate() {
+            let t = at as u32 + 1;
+            assert_eq!(step.step, t);
+            let h = step
+                .entropy
+                .unwrap_or_else(|| panic!("step {t} has no belief: {step:?}"));
+            assert!(
+                close(h, entropy(beliefs[at])),
+                "step {t}: H = {h}, by hand {}",
+                entropy(beliefs[at])
+            );
+            assert!(
+                close(step.coverage, read_after[at] / total),
+                "step {t}: V = {}",
+                step.coverage
+            );
+            assert!(close(step.max_entropy, thresholds.max_entropy_at(t)));
+            assert!(close(step.min_coverage, thresholds.min_coverage_at(t)));
+            let probabilities: f64 = step.belief.iter().map(|b| b.probability).sum();
+            assert!(close(probabilities, 1.0), "normalised");
+        }
+        // Step 5's raw numbers are kept as written.
+        assert_eq!(outcome.trajectory[4].belief[0].raw, 95.0);
+        // Step 2: blocked for coverage (H = 1 ≤ τ_H = 1 passes).
+        let blocked = outcome.trajectory[1]
+            .blocked
+            .as_deref()
+            .expect("step 2 is blocked");
+        assert!(blocked.contains("coverage 0.00 < 0.40"), "{blocked}");
+        assert!(!blocked.contains("uncertainty"), "{blocked}");
+        assert!(outcome.trajectory.iter().filter(|s| s.blocked.is_some()).count() == 1);
+        // New evidence: after the blocked finish there is none (step 3's
+        // fall of 0.53 bits is spurious); after each first read there is.
+        let new: Vec<bool> = outcome.trajectory.iter().map(|s| s.new_evidence).collect();
+        assert_eq!(new, [true, false, false, true, true, true, true]);
+        assert_eq!(outcome.spurious_drops, 1);
+        assert_eq!(outcome.observer_blocks, 1);
+        assert_eq!(outcome.outcome, "approved");
+        assert_eq!(outcome.consultations, 1);
+        assert_eq!(row.status, "ok");
+        assert_eq!(row.text.as_deref(), Some(ANSWER));
+        assert_eq!(outcome.final_entropy, Some(0.0));
+        assert_eq!(
+            (
+                outcome.schema_failures,
+                outcome.invalid_beliefs,
+                outcome.unknown_tools,
+                outcome.tool_errors
+            ),
+            (0, 0, 0, 0)
+        );
+        // The consultant's passages are in the trace, and the same query
+        // returned the same passages in every episode.
+        let consult = row
+            .trace
+            .iter()
+            .find(|step| step.kind == "consult")
+            .expect("consult step");
+        assert!(
+            consult
+                .text
+                .as_deref()
+                .is_some_and(|text| text.contains("pemphigoid")),
+            "{consult:?}"
+        );
+    }
+    let passages: std::collections::BTreeSet<Option<String>> = of(&responses, "vllm/scripted")
+        .map(|row| {
+            row.trace
+                .iter()
+                .find(|s| s.kind == "consult")
+                .and_then(|s| s.result_hash.clone())
+        })
+        .collect();
+    assert_eq!(passages.len(), 1, "deterministic retrieval");
+
+    // The hesitant one: entropy 2 bits passes once τ_H reaches 2 (step 15),
+    // coverage 0 never passes the floor of 0.1: 50 steps, then the limit.
+    for row in of(&responses, "vllm/hesitant") {
+        let outcome = row.harness.as_ref().expect("outcome");
+        assert_eq!(outcome.steps, 50);
+        assert_eq!(outcome.trajectory.len(), 50);
+        assert_eq!(outcome.observer_blocks, 50);
+        assert_eq!(outcome.outcome, "step_limit");
+        assert_eq!(
+            row.text.as_deref(),
+            Some(ANSWER),
+            "the last proposal is the answer"
+        );
+        for step in &outcome.trajectory {
+            let message = step.blocked.as_deref().expect("every finish is blocked");
+            let over_entropy = 2.0 > thresholds.max_entropy_at(step.step) + 1e-12;
+            assert_eq!(
+                message.contains("uncertainty"),
+                over_entropy,
+                "step {}: {message}",
+                step.step
+            );
+            assert!(message.contains("coverage 0.00 <"), "{message}");
+        }
+    }
+
+    // The broken one: every fault counted, none fatal.
+    for row in of(&responses, "vllm/broken") {
+        let outcome = row.harness.as_ref().expect("outcome");
+        assert_eq!(row.status, "ok", "{row:?}");
+        // Steps 1, 4 and 5 are not JSON; 2's second belief is not a number
+        // (read as NaN, so the belief is unusable, not a schema failure).
+        assert_eq!(outcome.schema_failures, 3, "{outcome:?}");
+        assert_eq!(outcome.language_fallbacks, 2, "the ACTION line and the diagnosis");
+        assert_eq!(outcome.invalid_beliefs, 1);
+        assert_eq!(outcome.unknown_hypotheses, 1, "Blorpitis");
+        assert_eq!(outcome.unknown_tools, 1);
+        // The unknown section and the unknown tool.
+        assert_eq!(outcome.tool_errors, 2);
+        assert_eq!(outcome.trajectory[0].action, "none");
+        assert_eq!(outcome.trajectory[3].action, "read_chart_section");
+        assert!(outcome.trajectory[1].belief.is_empty());
+        assert!(
+            outcome.trajectory[1]
+                .problem
+                .as_deref()
+                .is_some_and(|p| p.contains("finite"))
+        );
+        // Step 5's natural-language finish is read as a finish, and blocked
+        // (coverage 1 section of the chart < 0.40 unless the chart is tiny).
+        assert_eq!(outcome.trajectory[4].action, "finish");
+        assert_eq!(outcome.outcome, "approved");
+    }
+
+    // The reference control reads everything and finishes at once.
+    for row in of(&responses, "control/reference") {
+        let outcome = row.harness.as_ref().expect("outcome");
+        assert_eq!(
+            (outcome.outcome.as_str(), outcome.final_coverage),
+            ("approved", 1.0)
+        );
+        assert_eq!(outcome.observer_blocks, 0);
+    }
+
+    // The judge decides harness answers; the decisive section is tracked.
+    let judgments: Vec<JudgmentRow> = rows(&run_dir);
+    assert!(
+        judgments
+            .iter()
+            .any(|j| j.mode == "harness" && j.subject == "vllm/scripted" && j.status == "ok")
+    );
+
+    // The pyramid: rows per subject with intervals.
+    let scores: Vec<ScoreRow> = rows(&run_dir);
+    let score = |subject: &str, metric: &str| {
+        scores
+            .iter()
+            .find(|s| {
+                s.subject == subject
+                    && s.metric == metric
+                    && s.level == "overall"
+                    && s.ci_method.as_deref() == Some("percentile")
+            })
+            .unwrap_or_else(|| panic!("no {metric} for {subject}"))
+    };
+    assert!(close(
+        score("vllm/scripted", "harness_observer_blocks").value,
+        1.0
+    ));
+    assert!(close(score("vllm/scripted", "harness_spurious_drops").value, 1.0));
+    assert!(close(score("vllm/scripted", "harness_steps").value, 7.0));
+    assert!(close(score("vllm/hesitant", "harness_step_limit").value, 1.0));
+    assert!(close(score("vllm/broken", "harness_schema_failures").value, 3.0));
+    assert!(close(score("vllm/broken", "harness_unknown_tools").value, 1.0));
+    assert!(score("vllm/scripted", "harness_coverage").ci_low.is_some());
+
+    // A rerun from infer is served from the cache, with the same rows.
+    let before = server.requests();
+    run(dir.path(), &file, &run_dir, &["--from", "infer"]);
+    assert_eq!(server.requests(), before, "every call came from the cache");
+    let again: Vec<ResponseRow> = rows(&run_dir);
+    let key = |rows: &[ResponseRow]| {
+        let mut keyed: Vec<(String, String, Option<String>, Option<HarnessOutcome>)> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row.subject.clone(),
+                    row.variant_id.clone(),
+                    row.text.clone(),
+                    row.harness.clone(),
+                )
+            })
+            .collect();
+        keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        keyed
+    };
+    assert_eq!(key(&again), key(&responses));
+}
+
+#[test]
+fn harness_settings_are_checked_with_their_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_pipeline(dir.path(), "bad", None);
+    let text = std::fs::read_to_string(&file)
+        .expect("read")
+        .replace("max-steps = 50", "max-steps = 50\nmin-coverage = 1.5");
+    std::fs::write(&file, text).expect("write");
+    let output = cfeval_in(dir.path(), &["run", &file.display().to_string(), "--dry-run"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("min-coverage must be between 0 and 1"),
+        "{stderr}"
+    );
+    let line = std::fs::read_to_string(&file)
+        .expect("read")
+        .lines()
+        .position(|line| line.starts_with("min-coverage"))
+        .expect("line")
+        + 1;
+    assert!(
+        stderr.contains(&format!(":{line}:")),
+        "the line is named: {stderr}"
+    );
+}
