@@ -36,7 +36,8 @@ use serde_json::{Value, json};
 
 use crate::prompt::{extract_recommendation, tool_result};
 use crate::respond::{
-    CallSettings, Subject, account, final_step, note_tool_outcome, record_failure, run_tool, tool_step,
+    CallSettings, Subject, account, account_failure, final_step, note_tool_outcome, record_failure, run_tool,
+    tool_step,
 };
 
 /// The Observer's thresholds and the episode's limits. The defaults follow
@@ -411,6 +412,8 @@ fn step_schema() -> Value {
         "properties": {
             "differential": {
                 "type": "array",
+                // A differential, not a list without end (small models loop).
+                "maxItems": 8,
                 "items": {
                     "type": "object",
                     "properties": {"hypothesis": {"type": "string"}, "belief": {"type": "number"}},
@@ -975,12 +978,41 @@ impl Harness {
                     strict: true,
                 });
             }
-            let completion = match client
+            let answer = client
                 .chat_checked(&request, Some(&variant.variant_id), Some(&crate::reply::check))
-                .await
-            {
+                .await;
+            let completion = match answer {
                 Ok(completion) => completion,
                 Err(failure) => {
+                    // A reply cut off by the token limit, empty or refused
+                    // (after the client's retries) is a turn that could not
+                    // be read: counted, and the episode goes on.
+                    if let Some((status, response)) = failure.error.unusable() {
+                        steps = step;
+                        account_failure(row, &failure);
+                        episode.outcome.retries += failure.attempts.saturating_sub(1);
+                        all_cached = false;
+                        let turn = Turn {
+                            problem: Some(format!("the reply was unusable ({status})")),
+                            ..Turn::default()
+                        };
+                        // The unusable reply, kept for inspection.
+                        row.trace.push(TraceStep {
+                            kind: "error".into(),
+                            error: Some(format!("unusable reply ({status})")),
+                            text: response.text.clone(),
+                            ..final_step(episode.trace_step, "")
+                        });
+                        episode.trace_step += 1;
+                        let observation = episode.turn(step, turn, row);
+                        messages.push(Message::assistant(response.text.clone().unwrap_or_default()));
+                        messages.push(Message::user(format!(
+                            "{}\n{}",
+                            step_line(step + 1, self.thresholds.max_steps),
+                            observation.text
+                        )));
+                        continue;
+                    }
                     record_failure(row, &failure);
                     break;
                 }

@@ -300,11 +300,7 @@ fn finish_reason(response: &ChatResponse) -> Option<String> {
 /// status — the unusable reply's (whose text is kept for inspection, with no
 /// recommendation) or `error`.
 pub(crate) fn record_failure(row: &mut ResponseRow, failure: &CallFailure) {
-    row.attempts += failure.attempts;
-    row.input_tokens += failure.discarded_usage.input_tokens;
-    row.output_tokens += failure.discarded_usage.output_tokens;
-    row.cost_usd += failure.discarded_cost_usd.unwrap_or(0.0);
-    row.latency_ms += failure.latency.as_millis() as u64;
+    account_failure(row, failure);
     row.error = Some(failure.error.full_message());
     row.recommendation = None;
     match failure.error.unusable() {
@@ -315,6 +311,15 @@ pub(crate) fn record_failure(row: &mut ResponseRow, failure: &CallFailure) {
         }
         None => row.status = ResponseStatus::Error.as_str().into(),
     }
+}
+
+/// Adds a failed call's attempts, tokens, cost and time to the row.
+pub(crate) fn account_failure(row: &mut ResponseRow, failure: &CallFailure) {
+    row.attempts += failure.attempts;
+    row.input_tokens += failure.discarded_usage.input_tokens;
+    row.output_tokens += failure.discarded_usage.output_tokens;
+    row.cost_usd += failure.discarded_cost_usd.unwrap_or(0.0);
+    row.latency_ms += failure.latency.as_millis() as u64;
 }
 
 async fn single_shot(

@@ -461,3 +461,188 @@ fn harness_settings_are_checked_with_their_line() {
         "the line is named: {stderr}"
     );
 }
+
+#[test]
+fn with_native_tool_calls_every_tool_carries_the_belief_and_a_call_without_it_is_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_pipeline(dir.path(), "native", None);
+    let run_dir = dir.path().join("runs/native");
+    run(dir.path(), &file, &run_dir, &[]);
+    // The test server answers a request with tools by calling the first
+    // tool (with arguments of its own, no belief) until a tool result is
+    // in the conversation, then with the responder's text.
+    let server = BackgroundServer::start(ServerConfig {
+        responder: Some(Arc::new(|_: &str, _: &str, _: Option<u64>| hesitant())),
+        record_bodies: true,
+        ..ServerConfig::default()
+    })
+    .expect("test server");
+    let url = server.openai_base_url();
+    let run_arg = run_dir.display().to_string();
+    let args = [
+        "infer",
+        "--run",
+        &run_arg,
+        "--subject",
+        "vllm/native",
+        "--base-url",
+        &url,
+        "--mode",
+        "harness",
+        "--harness-steps",
+        "5",
+    ];
+    succeeded(cfeval_in(dir.path(), &args), "cfeval infer --mode harness");
+    let bodies = server.bodies();
+    let tools = bodies[0]["tools"].as_array().expect("native tools offered");
+    let names: Vec<&str> = tools
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["list_chart_sections", "read_chart_section", "consult", "finish"]
+    );
+    for tool in tools {
+        let required = tool["function"]["parameters"]["required"]
+            .as_array()
+            .expect("required");
+        assert!(required.iter().any(|key| key == "differential"), "{tool}");
+    }
+    let responses: Vec<ResponseRow> = rows(&run_dir);
+    let native: Vec<&ResponseRow> = responses
+        .iter()
+        .filter(|row| row.subject == "vllm/native")
+        .collect();
+    assert!(!native.is_empty());
+    for row in native {
+        let outcome = row.harness.as_ref().expect("outcome");
+        let first = &outcome.trajectory[0];
+        assert_eq!(first.action, "list_chart_sections", "the tool call ran");
+        assert!(
+            first
+                .problem
+                .as_deref()
+                .is_some_and(|p| p.contains("differential")),
+            "{first:?}"
+        );
+        assert!(first.belief.is_empty());
+        // Then text replies in the step JSON: finishes blocked to the limit.
+        assert_eq!((outcome.steps, outcome.outcome.as_str()), (5, "step_limit"));
+        assert_eq!(outcome.schema_failures, 1);
+        assert_eq!(outcome.observer_blocks, 4);
+        assert_eq!(row.text.as_deref(), Some(ANSWER));
+    }
+}
+
+/// The sections every applicable variant of a run has, in the first one's
+/// order.
+fn common_sections(run: &Path) -> Vec<String> {
+    let variants: Vec<VariantRow> = rows::<VariantRow>(run)
+        .into_iter()
+        .filter(|variant| variant.applicable)
+        .collect();
+    let mut common: Vec<String> = variants[0].sections.iter().map(|s| s.name.clone()).collect();
+    common.retain(|name| {
+        variants
+            .iter()
+            .all(|v| v.sections.iter().any(|s| &s.name == name))
+    });
+    common
+}
+
+/// A harness row as two runs must agree on: subject, variant, answer,
+/// outcome and the trace's steps.
+type Episode = (
+    String,
+    String,
+    Option<String>,
+    Option<HarnessOutcome>,
+    Vec<String>,
+);
+
+/// The harness rows of a run, in order.
+fn episodes(run: &Path) -> Vec<Episode> {
+    let mut keyed: Vec<_> = rows::<ResponseRow>(run)
+        .into_iter()
+        .filter(|row| row.mode == "harness" && !row.is_control)
+        .map(|row| {
+            let trace = row
+                .trace
+                .iter()
+                .map(|step| format!("{}:{:?}", step.kind, step.text))
+                .collect();
+            (row.subject, row.variant_id, row.text, row.harness, trace)
+        })
+        .collect();
+    keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    keyed
+}
+
+#[test]
+fn sigkilled_harness_episodes_resume_to_the_uninterrupted_tables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_pipeline(dir.path(), "resume", None);
+    let clean = dir.path().join("runs/clean");
+    let killed = dir.path().join("runs/killed");
+    run(dir.path(), &file, &clean, &[]);
+    run(dir.path(), &file, &killed, &[]);
+    let sections = common_sections(&clean);
+    let server = BackgroundServer::start(ServerConfig {
+        responder: Some(responder(sections)),
+        latency: std::time::Duration::from_millis(3),
+        ..ServerConfig::default()
+    })
+    .expect("test server");
+    let url = server.openai_base_url();
+    let infer = |run: &Path| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cfeval"));
+        command
+            .args(["infer", "--run"])
+            .arg(run)
+            .args(["--subject", "vllm/broken", "--base-url", &url])
+            .args(["--mode", "harness", "--harness-json", "--concurrency", "2"])
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        command
+    };
+    assert!(infer(&clean).status().expect("clean infer").success());
+    let clean_calls = server.requests();
+    // Killed three times mid-episode (an episode is 13 calls), then resumed.
+    let mut interrupted = 0;
+    for kill in 1..=3u64 {
+        let mut child = infer(&killed).spawn().expect("spawn");
+        let target = server.requests() + kill * 7;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while server.requests() < target && child.try_wait().expect("poll").is_none() {
+            assert!(std::time::Instant::now() < deadline, "no progress");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if child.try_wait().expect("poll").is_none() {
+            interrupted += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(interrupted > 0, "no kill came while infer was running");
+    assert!(infer(&killed).status().expect("resumed infer").success());
+    assert!(
+        server.requests() > clean_calls,
+        "the killed run made calls of its own"
+    );
+    assert_eq!(
+        episodes(&killed),
+        episodes(&clean),
+        "identical episodes after the kills"
+    );
+    // One row per tuple: nothing lost or doubled.
+    let keys: Vec<(String, String)> = rows::<ResponseRow>(&killed)
+        .into_iter()
+        .filter(|row| row.mode == "harness")
+        .map(|row| (row.subject, row.variant_id))
+        .collect();
+    let unique: std::collections::BTreeSet<_> = keys.iter().cloned().collect();
+    assert_eq!(keys.len(), unique.len());
+}
