@@ -669,7 +669,10 @@ fn harness_tables(
 ) -> Vec<TableView> {
     let levels: [(&str, &[(&str, &str)]); 2] = [
         (
-            "Harness, level 1 — execution robustness: per episode, the share with no usable answer              and the share that reached the step limit, then mean counts of replies off the              protocol, unusable beliefs, hypotheses the ontology does not know, unknown tools, failed              tool calls, HTTP retries and natural-language fallbacks; 95% case-bootstrap intervals",
+            "Harness, level 1 — execution robustness: per episode, the share with no usable answer \
+             and the share that reached the step limit, then mean counts of replies off the \
+             protocol, unusable beliefs, hypotheses the ontology does not know, unknown tools, failed \
+             tool calls, HTTP retries and natural-language fallbacks; 95% case-bootstrap intervals",
             &[
                 ("Failed", "harness_failed"),
                 ("Step limit", "harness_step_limit"),
@@ -683,7 +686,10 @@ fn harness_tables(
             ],
         ),
         (
-            "Harness, level 2 — reasoning dynamics: per episode, finishes the Observer refused,              spurious entropy drops (the belief sharpened with no new evidence before it), chart              coverage and belief entropy (bits) at termination, steps, and queries to the              Consultant; 95% case-bootstrap intervals",
+            "Harness, level 2 — reasoning dynamics: per episode, finishes the Observer refused, \
+             spurious entropy drops (the belief sharpened with no new evidence before it), chart \
+             coverage and belief entropy (bits) at termination, steps, and queries to the \
+             Consultant; 95% case-bootstrap intervals",
             &[
                 ("Observer blocks", "harness_observer_blocks"),
                 ("Spurious drops", "harness_spurious_drops"),
@@ -717,7 +723,9 @@ fn harness_tables(
     }
     let mut outcomes = TableView::new(
         &format!(
-            "Harness, level 3 — outcomes ({under}): accuracy of the baseline episodes (CMS), CSS,              and the harness minus the same subject's single-shot and agent answers on the same              tuples (paired by case; an interval clear of 0 is an effect of the harness)"
+            "Harness, level 3 — outcomes ({under}): accuracy of the baseline episodes (CMS), CSS, \
+             and the harness minus the same subject's single-shot and agent answers on the same \
+             tuples (paired by case; an interval clear of 0 is an effect of the harness)"
         ),
         &[
             "Subject",
