@@ -922,13 +922,16 @@ impl Harness {
         }
     }
 
-    /// A control reads every section in order, reports certainty in its
-    /// answer, and finishes.
+    /// A control reads every section in order (as many as the step limit
+    /// leaves before a finish), reports certainty in its answer, and
+    /// finishes.
     fn control_episode(&self, answer: &str, variant: &VariantRow, row: &mut ResponseRow) {
         let mut episode = Episode::new(self, variant);
         episode.check_known = false;
         let mut step = 0;
-        for section in &variant.sections {
+        // Within the step limit: the last step is the finish.
+        let readable = self.thresholds.max_steps.saturating_sub(1) as usize;
+        for section in variant.sections.iter().take(readable) {
             step += 1;
             let turn = Turn {
                 belief: Some(vec![(answer.to_string(), 1.0)]),

@@ -378,6 +378,10 @@ fn the_observer_regulates_scripted_diagnosticians_step_by_step() {
             ("approved", 1.0)
         );
         assert_eq!(outcome.observer_blocks, 0);
+        assert_eq!(
+            outcome.steps as usize,
+            variants[&row.variant_id].sections.len() + 1
+        );
     }
 
     // The judge decides harness answers; the decisive section is tracked.
@@ -532,6 +536,33 @@ fn with_native_tool_calls_every_tool_carries_the_belief_and_a_call_without_it_is
         assert_eq!(outcome.schema_failures, 1);
         assert_eq!(outcome.observer_blocks, 4);
         assert_eq!(row.text.as_deref(), Some(ANSWER));
+    }
+    // A control keeps to the step limit too: with 3 steps it reads two
+    // sections (coverage 0.5 of 4) and finishes at the third.
+    let args = [
+        "infer",
+        "--run",
+        &run_arg,
+        "--subject",
+        "control/reference",
+        "--mode",
+        "harness",
+        "--harness-steps",
+        "3",
+    ];
+    succeeded(
+        cfeval_in(dir.path(), &args),
+        "cfeval infer control --harness-steps 3",
+    );
+    let responses: Vec<ResponseRow> = rows(&run_dir);
+    for row in responses
+        .iter()
+        .filter(|row| row.subject == "control/reference" && row.mode == "harness")
+    {
+        let outcome = row.harness.as_ref().expect("outcome");
+        assert_eq!(outcome.steps, 3, "{outcome:?}");
+        assert_eq!(outcome.outcome, "approved");
+        assert_eq!(row.sections_read.len(), 2);
     }
 }
 
