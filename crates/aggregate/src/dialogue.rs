@@ -24,20 +24,26 @@ use serde::Deserialize;
 use crate::error::Result;
 use crate::stats::{Design, Options, Series, Statistic, bootstrap};
 
-/// What the metrics read of a response.
+/// What the episode metrics (modes `dialogue` and `harness`) read of a
+/// response: who answered and where it counts, and the mode's outcome (only
+/// that mode's column is read; the other stays `None`).
 #[derive(Deserialize)]
-struct Dialogue {
-    subject: String,
-    is_control: bool,
-    mode: String,
-    case_id: String,
-    family: String,
-    status: String,
-    prompt_set: String,
-    dialogue: Option<DialogueOutcome>,
+pub(crate) struct EpisodeRow {
+    pub subject: String,
+    pub is_control: bool,
+    pub mode: String,
+    pub case_id: String,
+    pub family: String,
+    pub status: String,
+    pub prompt_set: String,
+    #[serde(default)]
+    pub dialogue: Option<DialogueOutcome>,
+    #[serde(default)]
+    pub harness: Option<cfeval_schema::HarnessOutcome>,
 }
 
-const COLUMNS: &[&str] = &[
+/// The columns of [`EpisodeRow`] besides the outcome's.
+const EPISODE_COLUMNS: [&str; 7] = [
     "subject",
     "is_control",
     "mode",
@@ -45,7 +51,6 @@ const COLUMNS: &[&str] = &[
     "family",
     "status",
     "prompt_set",
-    "dialogue",
 ];
 
 /// The quantities of one dialogue, in [`METRICS`] order; a rating the
@@ -115,46 +120,26 @@ pub(crate) fn add_episode(
 /// The dialogue score rows of the run in `run_dir` (none when it has no
 /// dialogues).
 pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow>> {
-    episode_scores(run_dir, run, options, COLUMNS, &METRICS, |row: Dialogue| {
+    episode_scores(run_dir, run, options, "dialogue", &METRICS, |row| {
         let outcome = row
             .dialogue
             .as_ref()
             .filter(|_| row.mode == "dialogue" && row.status == "ok")?;
-        let values = quantities(outcome).to_vec();
-        Some((
-            Episode {
-                subject: row.subject,
-                is_control: row.is_control,
-                mode: row.mode,
-                case_id: row.case_id,
-                family: row.family,
-                prompt_set: row.prompt_set,
-            },
-            values,
-        ))
+        Some(quantities(outcome).to_vec())
     })
 }
 
-/// Who answered an episode, and where it counts.
-pub(crate) struct Episode {
-    pub subject: String,
-    pub is_control: bool,
-    pub mode: String,
-    pub case_id: String,
-    pub family: String,
-    pub prompt_set: String,
-}
-
-/// The score rows of an episode mode: every response row read with
-/// `columns` as `R`, `read` giving the episodes that count and their
-/// quantities (in `metrics` order), summed per case ([`case_means`]).
-pub(crate) fn episode_scores<R: serde::de::DeserializeOwned>(
+/// The score rows of an episode mode: every response row read with the
+/// outcome column `outcome`, `quantities` giving the episodes that count
+/// and their quantities (in `metrics` order), summed per case
+/// ([`case_means`]).
+pub(crate) fn episode_scores(
     run_dir: &Path,
     run: &str,
     options: &Options,
-    columns: &[&str],
+    outcome: &str,
     metrics: &[&str],
-    read: impl Fn(R) -> Option<(Episode, Vec<Option<f64>>)>,
+    quantities: impl Fn(&EpisodeRow) -> Option<Vec<Option<f64>>>,
 ) -> Result<Vec<ScoreRow>> {
     let Some(store) = ShardStore::open_existing(
         &run_dir.join(ResponseRow::NAME),
@@ -164,22 +149,24 @@ pub(crate) fn episode_scores<R: serde::de::DeserializeOwned>(
     else {
         return Ok(Vec::new());
     };
+    let mut columns = EPISODE_COLUMNS.to_vec();
+    columns.push(outcome);
     let mut sums: Sums = BTreeMap::new();
     let mut controls: BTreeMap<String, (bool, String)> = BTreeMap::new();
-    for batch in store.read_columns::<R>(columns)? {
+    for batch in store.read_columns::<EpisodeRow>(&columns)? {
         for row in batch? {
-            let Some((episode, values)) = read(row) else {
+            let Some(values) = quantities(&row) else {
                 continue;
             };
             controls
-                .entry(episode.subject.clone())
-                .or_insert((episode.is_control, episode.prompt_set.clone()));
+                .entry(row.subject.clone())
+                .or_insert((row.is_control, row.prompt_set.clone()));
             add_episode(
                 &mut sums,
-                &episode.subject,
-                &episode.mode,
-                &episode.case_id,
-                &episode.family,
+                &row.subject,
+                &row.mode,
+                &row.case_id,
+                &row.family,
                 &values,
             );
         }

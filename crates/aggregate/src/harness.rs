@@ -29,34 +29,10 @@
 use std::path::Path;
 
 use cfeval_schema::{HarnessOutcome, ScoreRow};
-use serde::Deserialize;
 
-use crate::dialogue::{Episode, episode_scores};
+use crate::dialogue::episode_scores;
 use crate::error::Result;
 use crate::stats::Options;
-
-#[derive(Deserialize)]
-struct Row {
-    subject: String,
-    is_control: bool,
-    mode: String,
-    case_id: String,
-    family: String,
-    status: String,
-    prompt_set: String,
-    harness: Option<HarnessOutcome>,
-}
-
-const COLUMNS: &[&str] = &[
-    "subject",
-    "is_control",
-    "mode",
-    "case_id",
-    "family",
-    "status",
-    "prompt_set",
-    "harness",
-];
 
 const METRICS: [&str; 15] = [
     "harness_failed",
@@ -103,19 +79,8 @@ fn quantities(outcome: &HarnessOutcome, ok: bool) -> [Option<f64>; 15] {
 /// The harness score rows of the run in `run_dir` (none when it has no
 /// harness episodes).
 pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow>> {
-    episode_scores(run_dir, run, options, COLUMNS, &METRICS, |row: Row| {
+    episode_scores(run_dir, run, options, "harness", &METRICS, |row| {
         let outcome = row.harness.as_ref().filter(|_| row.mode == "harness")?;
-        let values = quantities(outcome, row.status == "ok").to_vec();
-        Some((
-            Episode {
-                subject: row.subject,
-                is_control: row.is_control,
-                mode: row.mode,
-                case_id: row.case_id,
-                family: row.family,
-                prompt_set: row.prompt_set,
-            },
-            values,
-        ))
+        Some(quantities(outcome, row.status == "ok").to_vec())
     })
 }

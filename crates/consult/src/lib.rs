@@ -68,6 +68,9 @@ const LONGEST_WORD: usize = 40;
 /// An indexed corpus.
 pub struct Corpus {
     passages: Vec<Passage>,
+    /// The index's analyzer, for queries (cloned per query: it streams
+    /// tokens through `&mut`).
+    analyzer: TextAnalyzer,
     reader: IndexReader,
     title: Field,
     text: Field,
@@ -110,7 +113,8 @@ impl Corpus {
         let text = schema.add_text_field("text", options);
         let ord = schema.add_u64_field("ord", INDEXED | STORED);
         let index = Index::create_in_ram(schema.build());
-        index.tokenizers().register(ANALYZER, analyzer());
+        let analyzer = analyzer();
+        index.tokenizers().register(ANALYZER, analyzer.clone());
         // One thread and no merges: the same passages give the same segments.
         let mut writer = index.writer_with_num_threads::<TantivyDocument>(1, 64 << 20)?;
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
@@ -126,6 +130,7 @@ impl Corpus {
         Ok(Corpus {
             hash: passages_hash(&passages),
             passages,
+            analyzer,
             reader,
             title,
             text,
@@ -156,7 +161,7 @@ impl Corpus {
     /// The query's terms as the index reads them (stemmed, stop words out),
     /// each once, in order.
     pub fn terms(&self, query: &str) -> Vec<String> {
-        let mut analyzer = analyzer();
+        let mut analyzer = self.analyzer.clone();
         let mut stream = analyzer.token_stream(query);
         let mut terms: Vec<String> = Vec::new();
         stream.process(&mut |token| {

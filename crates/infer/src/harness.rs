@@ -536,6 +536,13 @@ impl<'a> Episode<'a> {
         }
     }
 
+    /// Appends `step` to the row's trace under the episode's next number.
+    fn record(&mut self, row: &mut ResponseRow, mut step: TraceStep) {
+        step.step = self.trace_step;
+        self.trace_step += 1;
+        row.trace.push(step);
+    }
+
     fn coverage(&self, row: &ResponseRow) -> f64 {
         let total = self.variant.sections.len();
         if total == 0 {
@@ -599,16 +606,8 @@ impl<'a> Episode<'a> {
                 };
                 let (answer, section, error) = run_tool(self.variant, action, &arguments);
                 let first_read = section.is_some_and(|section| !row.sections_read.contains(&section.name));
-                row.trace.push(tool_step(
-                    self.trace_step,
-                    action,
-                    &arguments,
-                    section,
-                    error.clone(),
-                ));
-                self.trace_step += 1;
+                self.record(row, tool_step(0, action, &arguments, section, error.clone()));
                 note_tool_outcome(row, section, error.is_some());
-                self.outcome.tool_errors += u32::from(error.is_some());
                 self.new_evidence = first_read;
                 observation(answer)
             }
@@ -620,16 +619,10 @@ impl<'a> Episode<'a> {
                     Ok(hits) => hits,
                     Err(error) => {
                         let error = format!("the consultant failed: {error}");
-                        self.outcome.tool_errors += 1;
                         row.tool_errors += 1;
-                        row.trace.push(tool_step(
-                            self.trace_step,
-                            "consult",
-                            &json!({"query": query}),
-                            None,
-                            Some(error.clone()),
-                        ));
-                        self.trace_step += 1;
+                        let step =
+                            tool_step(0, "consult", &json!({"query": query}), None, Some(error.clone()));
+                        self.record(row, step);
                         self.new_evidence = false;
                         return observation(format!("error: {error}"));
                     }
@@ -648,13 +641,13 @@ impl<'a> Episode<'a> {
                 }
                 let text = text.trim_end().to_string();
                 let ids: Vec<&str> = hits.iter().map(|hit| hit.passage.id.as_str()).collect();
-                row.trace.push(TraceStep {
+                let step = TraceStep {
                     kind: "consult".into(),
                     result_hash: Some(cfeval_schema::ids::content_id("consult", &ids)),
                     text: Some(text.clone()),
-                    ..tool_step(self.trace_step, "consult", &json!({"query": query}), None, None)
-                });
-                self.trace_step += 1;
+                    ..tool_step(0, "consult", &json!({"query": query}), None, None)
+                };
+                self.record(row, step);
                 self.new_evidence = new;
                 observation(tool_result(&text))
             }
@@ -662,7 +655,6 @@ impl<'a> Episode<'a> {
                 let answer = argument.unwrap_or_default().trim().to_string();
                 self.new_evidence = false;
                 if answer.is_empty() {
-                    self.outcome.tool_errors += 1;
                     row.tool_errors += 1;
                     return observation("error: finish needs your final answer as its argument".into());
                 }
@@ -705,13 +697,13 @@ impl<'a> Episode<'a> {
                     "The observer does not approve finishing yet: {}. Continue gathering evidence.",
                     missing.join("; ")
                 );
-                row.trace.push(TraceStep {
+                let step = TraceStep {
                     kind: "observer".into(),
                     speaker: Some("observer".into()),
                     text: Some(message.clone()),
-                    ..tool_step(self.trace_step, "finish", &json!({"answer": answer}), None, None)
-                });
-                self.trace_step += 1;
+                    ..tool_step(0, "finish", &json!({"answer": answer}), None, None)
+                };
+                self.record(row, step);
                 Observation {
                     text: message,
                     approved: None,
@@ -720,18 +712,10 @@ impl<'a> Episode<'a> {
             }
             other => {
                 self.outcome.unknown_tools += 1;
-                self.outcome.tool_errors += 1;
                 let error = format!(
                     "unknown tool {other:?}; tools: list_chart_sections, read_chart_section, consult, finish"
                 );
-                row.trace.push(tool_step(
-                    self.trace_step,
-                    other,
-                    &json!({}),
-                    None,
-                    Some(error.clone()),
-                ));
-                self.trace_step += 1;
+                self.record(row, tool_step(0, other, &json!({}), None, Some(error.clone())));
                 row.tool_errors += 1;
                 self.new_evidence = false;
                 observation(format!("error: {error}"))
@@ -799,6 +783,8 @@ impl<'a> Episode<'a> {
 
     fn finish(mut self, row: &mut ResponseRow, approved: Option<String>, steps: u32) {
         self.outcome.steps = steps;
+        // Every failed tool call of the episode is counted on the row.
+        self.outcome.tool_errors = row.tool_errors;
         self.outcome.final_coverage = self.coverage(row);
         self.outcome.final_entropy = self.entropy();
         let text = match approved {
@@ -822,7 +808,7 @@ impl<'a> Episode<'a> {
         };
         match text {
             Some(text) => {
-                row.trace.push(final_step(self.trace_step, &text));
+                self.record(row, final_step(0, &text));
                 row.recommendation = Some(extract_recommendation(&text));
                 row.text = Some(text);
             }
@@ -892,16 +878,20 @@ pub fn guideline_passages(guidelines: &cfeval_guidelines::Guidelines) -> Vec<cfe
         .collect()
 }
 
-/// The line that opens every message to the Diagnostician: where it is in
-/// its step budget.
-fn step_line(step: u32, max_steps: u32) -> String {
-    format!("Step {step} of {max_steps}.")
-}
-
 /// The first message of every episode.
 const OPENING: &str = "A patient's chart is available through the tools. Begin.";
 
 impl Harness {
+    /// The message that follows step `step` (0: the opening): where the
+    /// Diagnostician is in its step budget, then what it observed.
+    fn next_message(&self, step: u32, observation: &str) -> String {
+        format!(
+            "Step {} of {}.\n{observation}",
+            step + 1,
+            self.thresholds.max_steps
+        )
+    }
+
     /// Runs one episode of `subject` on `variant` into `row`. Never fails:
     /// a failed call ends the episode with `status = error`.
     pub async fn episode(
@@ -964,7 +954,7 @@ impl Harness {
         let mut episode = Episode::new(self, variant);
         let mut messages = vec![
             Message::system(self.prompt.clone()),
-            Message::user(format!("{}\n{OPENING}", step_line(1, self.thresholds.max_steps))),
+            Message::user(self.next_message(0, OPENING)),
         ];
         let mut keys = Vec::new();
         let mut all_cached = true;
@@ -1000,20 +990,16 @@ impl Harness {
                             ..Turn::default()
                         };
                         // The unusable reply, kept for inspection.
-                        row.trace.push(TraceStep {
+                        let kept = TraceStep {
                             kind: "error".into(),
                             error: Some(format!("unusable reply ({status})")),
                             text: response.text.clone(),
-                            ..final_step(episode.trace_step, "")
-                        });
-                        episode.trace_step += 1;
+                            ..final_step(0, "")
+                        };
+                        episode.record(row, kept);
                         let observation = episode.turn(step, turn, row);
                         messages.push(Message::assistant(response.text.clone().unwrap_or_default()));
-                        messages.push(Message::user(format!(
-                            "{}\n{}",
-                            step_line(step + 1, self.thresholds.max_steps),
-                            observation.text
-                        )));
+                        messages.push(Message::user(self.next_message(step, &observation.text)));
                         continue;
                     }
                     record_failure(row, &failure);
@@ -1063,12 +1049,10 @@ impl Harness {
                     if observation.approved.is_some() {
                         approved = observation.approved;
                     }
-                    let text = format!(
-                        "{}\n{}",
-                        step_line(step + 1, self.thresholds.max_steps),
-                        observation.text
-                    );
-                    messages.push(Message::tool_result(call.id.clone(), text));
+                    messages.push(Message::tool_result(
+                        call.id.clone(),
+                        self.next_message(step, &observation.text),
+                    ));
                 }
                 if approved.is_some() {
                     break;
@@ -1082,11 +1066,7 @@ impl Harness {
                 break;
             }
             messages.push(Message::assistant(text));
-            messages.push(Message::user(format!(
-                "{}\n{}",
-                step_line(step + 1, self.thresholds.max_steps),
-                observation.text
-            )));
+            messages.push(Message::user(self.next_message(step, &observation.text)));
         }
         row.cached = all_cached && !keys.is_empty();
         row.request_hash =

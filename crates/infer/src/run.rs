@@ -340,6 +340,8 @@ pub fn unit(subject: &str, mode: Mode, slice: Slice) -> String {
 
 /// The fingerprint of everything an infer unit's output depends on.
 pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> String {
+    let default_harness = HarnessSetup::default();
+    let harness = config.harness.as_ref().unwrap_or(&default_harness);
     ids::fingerprint(&Fingerprint {
         subject,
         mode: config.mode.as_str(),
@@ -370,23 +372,17 @@ pub fn fingerprint(config: &Config, subject: &str, variants: &ShardStore) -> Str
                 notebook: setup.notebook,
                 fallback: setup.fallback.as_deref(),
             }),
-        harness: (config.mode == Mode::Harness).then(|| {
-            static DEFAULTS: std::sync::OnceLock<crate::harness::Thresholds> = std::sync::OnceLock::new();
-            let setup = config.harness.as_ref();
-            HarnessFingerprint {
-                thresholds: setup.map_or_else(
-                    || DEFAULTS.get_or_init(Default::default),
-                    |setup| &setup.thresholds,
-                ),
-                protocol: setup.map(|setup| setup.protocol).unwrap_or_default(),
-                corpus: setup.and_then(|setup| setup.corpus.as_deref()).map(|dir| {
-                    match cfeval_consult::read_dir(dir) {
-                        Ok(passages) => cfeval_consult::passages_hash(&passages),
-                        // Unreadable: the run fails when it loads it.
-                        Err(error) => format!("unreadable: {error}"),
-                    }
+        harness: (config.mode == Mode::Harness).then(|| HarnessFingerprint {
+            thresholds: &harness.thresholds,
+            protocol: harness.protocol,
+            corpus: harness
+                .corpus
+                .as_deref()
+                .map(|dir| match cfeval_consult::read_dir(dir) {
+                    Ok(passages) => cfeval_consult::passages_hash(&passages),
+                    // Unreadable: the run fails when it loads it.
+                    Err(error) => format!("unreadable: {error}"),
                 }),
-            }
         }),
     })
 }

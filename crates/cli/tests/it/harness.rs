@@ -188,16 +188,7 @@ fn the_observer_regulates_scripted_diagnosticians_step_by_step() {
     let first = write_pipeline(dir.path(), "harness-controls", None);
     let controls_run = dir.path().join("runs/controls");
     run(dir.path(), &first, &controls_run, &[]);
-    let variants: Vec<VariantRow> = rows::<VariantRow>(&controls_run)
-        .into_iter()
-        .filter(|variant| variant.applicable)
-        .collect();
-    let mut common: Vec<String> = variants[0].sections.iter().map(|s| s.name.clone()).collect();
-    common.retain(|name| {
-        variants
-            .iter()
-            .all(|v| v.sections.iter().any(|s| &s.name == name))
-    });
+    let common = common_sections(&controls_run);
     assert!(
         common.len() >= 3,
         "the script needs three sections every variant has: {common:?}"
