@@ -33,9 +33,12 @@ pub(crate) struct EpisodeRow {
     pub is_control: bool,
     pub mode: String,
     pub case_id: String,
+    pub variant_id: String,
     pub family: String,
     pub status: String,
     pub prompt_set: String,
+    #[serde(default)]
+    pub sections_read: Vec<String>,
     #[serde(default)]
     pub dialogue: Option<DialogueOutcome>,
     #[serde(default)]
@@ -43,14 +46,16 @@ pub(crate) struct EpisodeRow {
 }
 
 /// The columns of [`EpisodeRow`] besides the outcome's.
-const EPISODE_COLUMNS: [&str; 7] = [
+const EPISODE_COLUMNS: [&str; 9] = [
     "subject",
     "is_control",
     "mode",
     "case_id",
+    "variant_id",
     "family",
     "status",
     "prompt_set",
+    "sections_read",
 ];
 
 /// The quantities of one dialogue, in [`METRICS`] order; a rating the

@@ -184,17 +184,8 @@ mod tests {
 
     fn fact(kind: &str, name: &str, value: &str, text: &str) -> Fact {
         Fact {
-            kind: kind.into(),
-            name: name.into(),
-            value: value.into(),
-            polarity: "affirmed".into(),
-            certainty: "certain".into(),
             detail: Some(text.into()),
-            section: "labs".into(),
-            span_start: 0,
-            span_end: text.len() as u64,
-            span_text: text.into(),
-            origin: "rule".into(),
+            ..Fact::spanned(kind, name, value, "labs", 0, text, "rule")
         }
     }
 

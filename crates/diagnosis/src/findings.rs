@@ -682,13 +682,7 @@ pub fn decisive(
 ) -> (Vec<Fact>, &'static str) {
     let mut out = Vec::new();
     let diagnosis = ontology.resolve(reference);
-    let mut names: Vec<String> = diagnosis
-        .into_iter()
-        .flat_map(|diagnosis| std::iter::once(&diagnosis.name).chain(&diagnosis.synonyms))
-        .map(|name| name.to_lowercase())
-        .filter(|name| name.chars().count() >= 4)
-        .collect();
-    names.extend(own_names(reference));
+    let names = diagnosis_names(ontology, reference);
     // A result is decisive only where its label names it alone: an edit or
     // an order of a label that several results share (`Imaging studies:`
     // three findings) would not say which one it means.
@@ -703,20 +697,8 @@ pub fn decisive(
             .iter()
             .filter(move |fact| fact.kind == "test_result" && label_count(&fact.name) == 1)
     };
-    let names_it = |fact: &&Fact| {
-        let value = fact.span_text.to_lowercase();
-        names.iter().any(|name| contains_phrase(&value, name))
-    };
-    let confirms = |fact: &&Fact| {
-        fact.value != "normal"
-            && diagnosis.is_some_and(|diagnosis| {
-                let text = format!("{} {}", fact.name.replace('_', " "), fact.span_text).to_lowercase();
-                diagnosis
-                    .confirming
-                    .iter()
-                    .any(|phrase| contains_phrase(&text, &phrase.to_lowercase()))
-            })
-    };
+    let names_it = |fact: &&Fact| names_diagnosis(fact, &names);
+    let confirms = |fact: &&Fact| confirms_diagnosis(fact, diagnosis);
     let abnormal: Vec<&Fact> = tests()
         .filter(|fact| fact.value == "abnormal" && lexicon.is_study(&fact.name))
         .collect();
@@ -775,6 +757,40 @@ pub fn decisive(
         });
     }
     (out, rule)
+}
+
+/// The lowercase names of a reference diagnosis: the ontology's name and
+/// synonyms (of at least four characters) and the reference's own
+/// ([`own_names`]).
+pub(crate) fn diagnosis_names(ontology: &Ontology, reference: &str) -> Vec<String> {
+    let mut names: Vec<String> = ontology
+        .resolve(reference)
+        .into_iter()
+        .flat_map(|diagnosis| std::iter::once(&diagnosis.name).chain(&diagnosis.synonyms))
+        .map(|name| name.to_lowercase())
+        .filter(|name| name.chars().count() >= 4)
+        .collect();
+    names.extend(own_names(reference));
+    names
+}
+
+/// Whether a fact's span names one of `names` (whole words).
+pub(crate) fn names_diagnosis(fact: &Fact, names: &[String]) -> bool {
+    let value = fact.span_text.to_lowercase();
+    names.iter().any(|name| contains_phrase(&value, name))
+}
+
+/// Whether a fact that is not normal holds, in its label or span, one of
+/// the diagnosis's confirming phrases (the ontology's).
+pub(crate) fn confirms_diagnosis(fact: &Fact, diagnosis: Option<&crate::ontology::Diagnosis>) -> bool {
+    fact.value != "normal"
+        && diagnosis.is_some_and(|diagnosis| {
+            let text = format!("{} {}", fact.name.replace('_', " "), fact.span_text).to_lowercase();
+            diagnosis
+                .confirming
+                .iter()
+                .any(|phrase| contains_phrase(&text, &phrase.to_lowercase()))
+        })
 }
 
 /// The names a reference diagnosis gives itself: the whole string, the part

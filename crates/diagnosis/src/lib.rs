@@ -45,6 +45,7 @@ pub mod control;
 mod cues;
 pub mod dialogue;
 pub mod error;
+pub mod evidence;
 pub mod findings;
 pub mod grade;
 mod layout;

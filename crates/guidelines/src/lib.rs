@@ -283,17 +283,8 @@ mod tests {
 
     fn fact(kind: &str, name: &str, value: &str, detail: Option<&str>) -> Fact {
         Fact {
-            kind: kind.into(),
-            name: name.into(),
-            value: value.into(),
-            polarity: "affirmed".into(),
-            certainty: "certain".into(),
             detail: detail.map(str::to_string),
-            section: "x".into(),
-            span_start: 0,
-            span_end: 0,
-            span_text: String::new(),
-            origin: "reference".into(),
+            ..Fact::spanned(kind, name, value, "x", 0, "", "reference")
         }
     }
 

@@ -91,19 +91,7 @@ fn records(set: &str) -> Vec<Record> {
 }
 
 fn fact(kind: &str, name: &str, value: &str) -> Fact {
-    Fact {
-        kind: kind.into(),
-        name: name.into(),
-        value: value.into(),
-        polarity: "affirmed".into(),
-        certainty: "certain".into(),
-        detail: None,
-        section: "history".into(),
-        span_start: 0,
-        span_end: 0,
-        span_text: String::new(),
-        origin: "reference".into(),
-    }
+    Fact::spanned(kind, name, value, "history", 0, "", "reference")
 }
 
 /// The baseline chart the record describes, as facts the catalog reads.

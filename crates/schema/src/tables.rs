@@ -58,6 +58,34 @@ pub struct Fact {
     pub origin: String,
 }
 
+impl Fact {
+    /// An affirmed, certain fact of `origin` whose span is `span_text`,
+    /// starting at byte `span_start` of the source, with no detail.
+    pub fn spanned(
+        kind: &str,
+        name: &str,
+        value: &str,
+        section: &str,
+        span_start: u64,
+        span_text: &str,
+        origin: &str,
+    ) -> Fact {
+        Fact {
+            kind: kind.into(),
+            name: name.into(),
+            value: value.into(),
+            polarity: "affirmed".into(),
+            certainty: "certain".into(),
+            detail: None,
+            section: section.into(),
+            span_start,
+            span_end: span_start + span_text.len() as u64,
+            span_text: span_text.into(),
+            origin: origin.into(),
+        }
+    }
+}
+
 /// One weighted item of an expert-consensus recommendation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConsensusItem {

@@ -480,8 +480,16 @@ impl Sink<'_> {
         }
         if let Some(reading) = self.diagnostic {
             for raw in kept {
-                let converted = synthesize_diagnostic_case(&raw, &self.config.run, reading);
-                self.record(&raw, converted)?;
+                match synthesize_diagnostic_case(&raw, &self.config.run, reading) {
+                    Ok(converted) => self.record(&raw, converted)?,
+                    Err(reason) => self.quarantine(input::Rejected {
+                        source_path: raw.source_path.clone(),
+                        source_line: raw.source_line,
+                        source_id: Some(raw.source_id.clone()),
+                        reason,
+                        excerpt: None,
+                    })?,
+                }
             }
             return Ok(());
         }
@@ -688,21 +696,41 @@ pub struct Converted {
     pub disagreements: u64,
 }
 
-/// What makes two facts the same fact for merging extractors: kind and name
-/// (a prior line: its regimen, case-insensitive).
 /// Converts one case of a diagnosis pack: the chart read by the pack's
 /// chart reader (every span verified), and the decisive items the
 /// documented rule chooses added to the reference (the rule that decided is
-/// recorded in `extra`, key `decisive_rule`).
-pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &DiagnosticReading) -> Converted {
+/// recorded in `extra`, key `decisive_rule`), with the case's reference
+/// evidence ([`cfeval_diagnosis::evidence`]: the input's curated spans,
+/// located in the text, or the rule's). A curated span that is not an exact
+/// substring of the case's text is the error (the case is quarantined).
+pub fn synthesize_diagnostic_case(
+    raw: &input::RawCase,
+    run: &str,
+    reading: &DiagnosticReading,
+) -> std::result::Result<Converted, String> {
+    use cfeval_diagnosis::evidence;
     let (source_text, sections) = chart(&raw.body);
     let mut facts = cfeval_diagnosis::findings::read(&reading.lexicon, &source_text, &sections);
     let failures = keep_verified(&source_text, &mut facts);
     let mut reference = raw.reference.clone();
     let mut extra = raw.extra.clone();
+    // Curated evidence arrives as bare spans; each is located in the text.
+    let (curated, others): (Vec<_>, Vec<_>) = std::mem::take(&mut reference.facts)
+        .into_iter()
+        .partition(|fact| fact.kind == evidence::KIND);
+    reference.facts = others;
+    for (index, span) in curated.iter().enumerate() {
+        let located = evidence::curated(&source_text, &sections, &span.span_text)
+            .map_err(|why| format!("reference evidence {}: {why}", index + 1))?;
+        reference.facts.push(located);
+    }
     if let Some(diagnosis) = &reference.diagnosis {
         let (decisive, rule) =
             cfeval_diagnosis::findings::decisive(&reading.lexicon, &reading.ontology, &facts, diagnosis);
+        if curated.is_empty() {
+            let derived = evidence::derive(&reading.lexicon, &reading.ontology, &facts, diagnosis, &decisive);
+            reference.facts.extend(derived);
+        }
         reference.facts.extend(decisive);
         let said = match rule {
             "none" => {
@@ -722,7 +750,7 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
         });
     }
     let row = case_row(raw, run, source_text, sections, facts, reference, extra);
-    Converted {
+    Ok(Converted {
         row,
         failures,
         refused: Vec::new(),
@@ -730,7 +758,7 @@ pub fn synthesize_diagnostic_case(raw: &input::RawCase, run: &str, reading: &Dia
         llm_verified: 0,
         llm_facts: 0,
         disagreements: 0,
-    }
+    })
 }
 
 /// Keeps the facts whose span verifies against the source; the others'
@@ -877,5 +905,74 @@ pub fn synthesize_case_with(
         llm_verified,
         llm_facts,
         disagreements,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn reading() -> DiagnosticReading {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/general-medicine");
+        DiagnosticReading {
+            lexicon: cfeval_diagnosis::findings::Lexicon::load(&dir).unwrap(),
+            ontology: cfeval_diagnosis::ontology::Ontology::load(&dir).unwrap(),
+        }
+    }
+
+    fn osce(evidence: &str) -> input::RawCase {
+        let line = format!(
+            r#"{{"OSCE_Examination":{{"Patient_Actor":{{"Demographics":"30-year-old woman","Symptoms":{{"Primary_Symptom":"cough"}}}},"Test_Results":{{"Imaging":{{"Chest_X-Ray":"Upper lobe cavity"}},"Sputum":{{"Acid_Fast_Stain":"Positive for acid-fast bacilli"}}}}{evidence},"Correct_Diagnosis":"Tuberculosis"}}}}"#
+        );
+        input::agentclinic::case_from_line(&line, Path::new("cases.jsonl"), 4).unwrap()
+    }
+
+    fn evidence(row: &CaseRow) -> Vec<(&str, &str)> {
+        row.reference
+            .facts
+            .iter()
+            .filter(|fact| fact.kind == cfeval_diagnosis::evidence::KIND)
+            .map(|fact| (fact.span_text.as_str(), fact.detail.as_deref().unwrap_or("")))
+            .collect()
+    }
+
+    #[test]
+    fn curated_evidence_replaces_the_rule_and_is_located_in_the_text() {
+        let reading = reading();
+        let ruled = synthesize_diagnostic_case(&osce(""), "r", &reading).unwrap().row;
+        assert!(!evidence(&ruled).is_empty(), "the rule finds evidence");
+        let curated = synthesize_diagnostic_case(
+            &osce(r#","Reference_Evidence":["Upper lobe cavity"]"#),
+            "r",
+            &reading,
+        )
+        .unwrap()
+        .row;
+        assert_eq!(evidence(&curated), [("Upper lobe cavity", "curated")]);
+        let fact = &curated.reference.facts[0];
+        assert_eq!(
+            &curated.source_text[fact.span_start as usize..fact.span_end as usize],
+            "Upper lobe cavity"
+        );
+        assert_eq!(fact.section, "imaging");
+    }
+
+    #[test]
+    fn a_curated_span_the_text_lacks_is_the_cases_error() {
+        let error = synthesize_diagnostic_case(
+            &osce(r#","Evidence":["cavity", "lower lobe mass"]"#),
+            "r",
+            &reading(),
+        )
+        .err()
+        .unwrap_or_default();
+        assert!(
+            error.starts_with(
+                "reference evidence 2: the evidence span `lower lobe mass` is not an exact substring"
+            ),
+            "{error}"
+        );
     }
 }

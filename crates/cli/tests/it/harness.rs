@@ -406,6 +406,48 @@ fn the_observer_regulates_scripted_diagnosticians_step_by_step() {
     assert!(close(score("vllm/broken", "harness_schema_failures").value, 3.0));
     assert!(close(score("vllm/broken", "harness_unknown_tools").value, 1.0));
     assert!(score("vllm/scripted", "harness_coverage").ci_low.is_some());
+    // Level 3, reference evidence: the control reads every section; the
+    // hesitant one reads none, so it can neither read nor cite any span.
+    assert!(close(
+        score("control/reference", "harness_evidence_read").value,
+        1.0
+    ));
+    assert!(close(score("vllm/hesitant", "harness_evidence_read").value, 0.0));
+    assert!(close(
+        score("vllm/hesitant", "harness_evidence_recall").value,
+        0.0
+    ));
+    let (read, recall) = (
+        score("vllm/scripted", "harness_evidence_read").value,
+        score("vllm/scripted", "harness_evidence_recall").value,
+    );
+    assert!(
+        (0.0..=read).contains(&recall) && read <= 1.0,
+        "read {read}, recall {recall}"
+    );
+    // Level 2's trajectories: one row per subject and step, the median
+    // within its band; the hesitant one holds at 2 bits every step.
+    let hesitant: Vec<&ScoreRow> = scores
+        .iter()
+        .filter(|s| s.subject == "vllm/hesitant" && s.metric == "harness_entropy_trajectory")
+        .collect();
+    assert_eq!(hesitant.len(), 50, "one row a step");
+    assert!(hesitant.iter().all(|s| s.level == "step" && close(s.value, 2.0)));
+    assert!(
+        scores
+            .iter()
+            .filter(|s| s.metric == "harness_entropy_trajectory")
+            .all(|s| {
+                s.ci_low.is_some_and(|low| low <= s.value + 1e-12)
+                    && s.ci_high.is_some_and(|high| high + 1e-12 >= s.value)
+            })
+    );
+    let page = std::fs::read_to_string(run_dir.join("report.html")).expect("report.html");
+    assert!(page.contains("entropy trajectories") && page.contains("Evidence recall"));
+    assert!(
+        page.contains("id=\"trajectory-harness\""),
+        "the trajectory figure is drawn"
+    );
 
     // A rerun from infer is served from the cache, with the same rows.
     let before = server.requests();

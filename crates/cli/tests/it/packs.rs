@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cfeval_model::testing::{BackgroundServer, Responder, ServerConfig};
-use cfeval_schema::{JudgmentRow, ScoreRow, VariantRow};
+use cfeval_schema::{CaseRow, JudgmentRow, ScoreRow, VariantRow};
 
 use crate::support::{cfeval_in, rows, succeeded, workspace_root};
 
@@ -215,6 +215,48 @@ fn the_osce_cases_convert_and_the_controls_score_as_defined() {
         "show quarantine",
     );
     assert!(status.trim().is_empty(), "no case is quarantined:\n{status}");
+    // Every case's reference evidence is exact spans of its source, and
+    // the decisive result is always among them.
+    let cases: Vec<CaseRow> = rows(&run);
+    let mut with_evidence = 0;
+    let mut spans = 0;
+    for case in &cases {
+        let evidence: Vec<_> = case
+            .reference
+            .facts
+            .iter()
+            .filter(|fact| fact.kind == "evidence")
+            .collect();
+        for fact in &evidence {
+            assert_eq!(
+                &case.source_text[fact.span_start as usize..fact.span_end as usize],
+                fact.span_text,
+                "{}: evidence span",
+                case.source_id
+            );
+        }
+        if let Some(decisive) = case
+            .reference
+            .facts
+            .iter()
+            .find(|fact| fact.kind == "decisive" && fact.name == "test_result")
+        {
+            assert!(
+                evidence
+                    .iter()
+                    .any(|fact| fact.span_start == decisive.span_start && fact.span_end == decisive.span_end),
+                "{}: the decisive result is evidence",
+                case.source_id
+            );
+        }
+        with_evidence += usize::from(!evidence.is_empty());
+        spans += evidence.len();
+    }
+    eprintln!("OSCE reference evidence: {with_evidence} of 107 cases, {spans} spans");
+    assert!(
+        with_evidence >= 80,
+        "only {with_evidence} cases have reference evidence"
+    );
     let variants: Vec<VariantRow> = rows(&run);
     let mut applicable: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for variant in &variants {

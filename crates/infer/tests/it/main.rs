@@ -11,17 +11,8 @@ use cfeval_schema::*;
 
 fn fact(kind: &str, name: &str, value: &str, text: &str) -> Fact {
     Fact {
-        kind: kind.into(),
-        name: name.into(),
-        value: value.into(),
-        polarity: "affirmed".into(),
-        certainty: "certain".into(),
-        detail: None,
-        section: "chart".into(),
-        span_start: 0,
         span_end: 0,
-        span_text: text.into(),
-        origin: "rule".into(),
+        ..Fact::spanned(kind, name, value, "chart", 0, text, "rule")
     }
 }
 

@@ -329,19 +329,7 @@ mod tests {
     use super::*;
 
     fn fact(kind: &str, name: &str, value: &str, span: &str) -> Fact {
-        Fact {
-            kind: kind.into(),
-            name: name.into(),
-            value: value.into(),
-            polarity: "affirmed".into(),
-            certainty: "certain".into(),
-            detail: None,
-            section: "treatment_history".into(),
-            span_start: 0,
-            span_end: span.len() as u64,
-            span_text: span.into(),
-            origin: "rule".into(),
-        }
+        Fact::spanned(kind, name, value, "treatment_history", 0, span, "rule")
     }
 
     fn oncology() -> PackRubric {

@@ -11,6 +11,7 @@ mod heatmap;
 mod power;
 mod scatter;
 mod slope;
+mod trajectory;
 
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
@@ -24,6 +25,7 @@ pub use heatmap::{Heatmap, HeatmapRow, Scale, heatmap};
 pub use power::{PowerLine, power_curve, svg_document};
 pub use scatter::{ScatterPoint, scatter};
 pub use slope::{SlopeLine, slope};
+pub use trajectory::{TrajectoryLine, entropy_trajectory};
 
 use crate::error::{Error, Result};
 
@@ -32,7 +34,8 @@ use crate::error::{Error, Result};
 pub struct Figure {
     /// The `id` of the `<svg>` element.
     pub id: String,
-    /// `slope`, `heatmap`, `forest`, `scatter` or `power` (the `plot-…` class).
+    /// `slope`, `heatmap`, `forest`, `scatter`, `power` or `trajectory` (the
+    /// `plot-…` class).
     pub kind: &'static str,
     pub width: u32,
     pub height: u32,
@@ -148,6 +151,37 @@ fn quiet_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
         .axis_style(MUTED)
         .label_style(text(11.0, INK, HPos::Center, VPos::Top))
         .axis_desc_style(text(12.0, INK, HPos::Center, VPos::Top))
+}
+
+/// A plot's title, bold at its top left.
+fn draw_title(area: &Area<'_>, title: &str) -> DrawResult<()> {
+    area.draw(&Text::new(
+        title.to_string(),
+        (20, 18),
+        text_with(14.0, FontStyle::Bold, INK, HPos::Left, VPos::Center),
+    ))
+}
+
+/// Entry `index` of a legend at `x`: a line of `color` and `width`, then
+/// its label.
+fn legend_line(
+    area: &Area<'_>,
+    x: i32,
+    index: usize,
+    color: RGBColor,
+    width: u32,
+    label: &str,
+) -> DrawResult<()> {
+    let y = 56 + 22 * index as i32;
+    area.draw(&PathElement::new(
+        vec![(x, y), (x + 24, y)],
+        color.stroke_width(width),
+    ))?;
+    area.draw(&Text::new(
+        label.to_string(),
+        (x + 32, y),
+        text(11.0, INK, HPos::Left, VPos::Center),
+    ))
 }
 
 /// A subject's name as plots show it.

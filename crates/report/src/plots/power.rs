@@ -8,7 +8,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::{Figure, GRID, INK, MUTED, PALETTE, fixed, mark, text, text_with};
+use super::{Figure, GRID, INK, MUTED, PALETTE, fixed, mark, text};
 use crate::error::Result;
 use crate::escape;
 
@@ -132,29 +132,17 @@ pub fn power_curve(id: &str, title: &str, target: f64, lines: &[PowerLine]) -> R
             (left.0 + 6, left.1 - 4),
             text(11.0, MUTED, HPos::Left, VPos::Bottom),
         ))?;
-        area.draw(&Text::new(
-            title.to_string(),
-            (20, 18),
-            text_with(14.0, FontStyle::Bold, INK, HPos::Left, VPos::Center),
-        ))?;
+        super::draw_title(area, title)?;
         // The legend, right of the plot.
         let legend_x = (WIDTH - LEGEND) as i32 + 16;
         for (index, line) in lines.iter().enumerate() {
-            let y = 56 + 22 * index as i32;
-            let color = line_color(line, index);
-            area.draw(&PathElement::new(
-                vec![(legend_x, y), (legend_x + 24, y)],
-                color.stroke_width(if line.overall { 3 } else { 2 }),
-            ))?;
             let reached = match line.reached {
                 Some((cases, _)) => format!("n = {cases}"),
                 None => "not reached".into(),
             };
-            area.draw(&Text::new(
-                format!("{}: {reached}", line.label),
-                (legend_x + 32, y),
-                text(11.0, INK, HPos::Left, VPos::Center),
-            ))?;
+            let width = if line.overall { 3 } else { 2 };
+            let label = format!("{}: {reached}", line.label);
+            super::legend_line(area, legend_x, index, line_color(line, index), width, &label)?;
         }
         if lines
             .iter()

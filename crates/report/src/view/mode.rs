@@ -36,6 +36,9 @@ pub struct ModeView {
     /// The harness's 3-level pyramid (mode `harness`): execution
     /// robustness, reasoning dynamics, outcomes.
     pub harness: Vec<TableView>,
+    /// The harness's entropy trajectories (median and interquartile band per
+    /// subject); none without harness episodes.
+    pub trajectory: Option<PlotView>,
     /// The rubric judges' sections (one per `rubric:<model>` judge).
     pub rubric: Vec<super::rubric::RubricView>,
     pub slope: PlotView,
@@ -276,6 +279,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
     }
     let biases = (!biases.rows.is_empty()).then_some(biases);
     let harness = harness_tables(scores, mode, judge, &subjects, &under);
+    let trajectory = entropy_trajectories(scores, mode, &subjects, &id, &under)?;
 
     // Rank slope chart over every subject with both metrics, controls included.
     let both: Vec<(&str, bool, f64, f64)> = subjects
@@ -643,6 +647,7 @@ pub fn build(scores: &Scores<'_>, mode: &str) -> Result<ModeView> {
         dialogue,
         biases,
         harness,
+        trajectory,
         rubric: super::rubric::build(scores, mode)?,
         slope,
         spearman,
@@ -724,13 +729,17 @@ fn harness_tables(
     let mut outcomes = TableView::new(
         &format!(
             "Harness, level 3 — outcomes ({under}): accuracy of the baseline episodes (CMS), CSS, \
-             and the harness minus the same subject's single-shot and agent answers on the same \
-             tuples (paired by case; an interval clear of 0 is an effect of the harness)"
+             reference evidence read and recalled (the share of the case's decisive-finding spans \
+             the trajectory read, and read and cited), and the harness minus the same subject's \
+             single-shot and agent answers on the same tuples (paired by case; an interval clear \
+             of 0 is an effect of the harness)"
         ),
         &[
             "Subject",
             "Accuracy",
             "CSS",
+            "Evidence read",
+            "Evidence recall",
             "Δ CSS vs single-shot",
             "Δ CSS vs agent",
             "Δ accuracy vs single-shot",
@@ -742,6 +751,8 @@ fn harness_tables(
             Cell::subject(subject, control),
             Cell::estimate(of("cms", mode)),
             Cell::estimate(of("css", mode)),
+            Cell::estimate(scores.get(subject, mode, "none", "harness_evidence_read", "overall", "all")),
+            Cell::estimate(scores.get(subject, mode, "none", "harness_evidence_recall", "overall", "all")),
             Cell::estimate(of("delta_harness_minus_single_shot", "harness-single_shot")),
             Cell::estimate(of("delta_harness_minus_agent", "harness-agent")),
             Cell::estimate(of("delta_harness_minus_single_shot_cms", "harness-single_shot")),
@@ -749,6 +760,66 @@ fn harness_tables(
     }
     tables.push(outcomes);
     tables
+}
+
+/// The harness's entropy trajectories from the aggregate stage's
+/// `harness_entropy_trajectory` rows (one per subject and step); none when
+/// the mode has none.
+fn entropy_trajectories(
+    scores: &Scores<'_>,
+    mode: &str,
+    subjects: &[(&str, bool)],
+    id: &str,
+    under: &str,
+) -> Result<Option<PlotView>> {
+    let title = "Harness, level 2 — entropy trajectories";
+    let mut lines = Vec::new();
+    for &(subject, control) in subjects {
+        let mut points: Vec<(u32, f64, f64, f64, u64)> = scores
+            .rows
+            .iter()
+            .filter(|row| {
+                row.subject == subject
+                    && row.mode == mode
+                    && row.metric == "harness_entropy_trajectory"
+                    && row.level == "step"
+            })
+            .filter_map(|row| {
+                let step = row.group.parse::<u32>().ok()?;
+                Some((
+                    step,
+                    row.value,
+                    row.ci_low.unwrap_or(row.value),
+                    row.ci_high.unwrap_or(row.value),
+                    row.n_tuples,
+                ))
+            })
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        points.sort_by_key(|point| point.0);
+        lines.push(plots::TrajectoryLine {
+            subject: subject.to_string(),
+            control,
+            color: scores.color(subject),
+            points,
+        });
+    }
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let figure =
+        plots::entropy_trajectory(&format!("trajectory-{id}"), &format!("{title} ({under})"), &lines)?;
+    Ok(Some(PlotView::drawn(
+        title,
+        format!(
+            "Per subject ({under}), the median belief entropy H(t) in bits over the episodes still \
+             running at step t with a usable belief, and the interquartile band shaded; a line that \
+             falls while the band stays wide means a few episodes settle and most do not."
+        ),
+        figure,
+    )))
 }
 
 /// A count of judgments left out, with its share of the cell (`12 (3.1%)`),

@@ -1,6 +1,9 @@
 //! AgentClinic OSCE cases (one JSON object per line, `OSCE_Examination`):
 //! every field is kept in a named section, except `Correct_Diagnosis`,
-//! which goes to `reference.diagnosis` and never into the chart text.
+//! which goes to `reference.diagnosis` and never into the chart text, and
+//! `Reference_Evidence` (or `Evidence`: curated exact substrings of the
+//! case, as Med-Evidence annotates them), which goes to the reference's
+//! evidence.
 
 use std::path::Path;
 
@@ -111,6 +114,13 @@ pub fn case_from_line(line: &str, path: &Path, number: u64) -> Result<RawCase, S
                     other => other.to_string(),
                 });
             }
+            // Curated reference evidence (exact substrings of the case),
+            // which no subject sees.
+            ("Reference_Evidence" | "Evidence", value) => {
+                let spans = super::fields::evidence(value)
+                    .map_err(|why| format!("line {number}: field `OSCE_Examination.{key}`: {why}"))?;
+                reference.facts.extend(spans);
+            }
             ("Patient_Actor" | "Test_Results", Value::Object(children)) => {
                 for (child, child_value) in children {
                     let mut lines = Vec::new();
@@ -177,6 +187,7 @@ mod tests {
         let line = r#"{"OSCE_Examination":{"Objective_for_Doctor":"Diagnose.","Patient_Actor":{"Demographics":"40-year-old man","Symptoms":{"Primary_Symptom":"cough","Secondary_Symptoms":["fever","night sweats"]}},"Test_Results":{"Imaging":{"Chest_X-Ray":"cavity"},"Blood":{"WBC":12}},"Correct_Diagnosis":"Tuberculosis"}}"#;
         let case = case_from_line(line, Path::new("a.jsonl"), 1).unwrap();
         assert_eq!(case.reference.diagnosis.as_deref(), Some("Tuberculosis"));
+        assert!(case.reference.facts.is_empty());
         let Body::Sections(sections) = &case.body else {
             panic!("sections expected")
         };
@@ -189,5 +200,28 @@ mod tests {
         assert!(sections.iter().all(|(_, _, text)| !text.contains("Tuberculosis")));
         assert!(sections[2].2.contains("fever; night sweats"));
         assert!(sections[3].2.contains("12"));
+    }
+
+    #[test]
+    fn curated_evidence_goes_to_the_reference_only() {
+        let line = r#"{"OSCE_Examination":{"Patient_Actor":{"Symptoms":{"Primary_Symptom":"cough"}},"Test_Results":{"Imaging":{"Chest_X-Ray":"cavity"}},"Reference_Evidence":["cavity"],"Correct_Diagnosis":"Tuberculosis"}}"#;
+        let case = case_from_line(line, Path::new("a.jsonl"), 1).unwrap();
+        let spans: Vec<&str> = case
+            .reference
+            .facts
+            .iter()
+            .map(|fact| fact.span_text.as_str())
+            .collect();
+        assert_eq!(spans, ["cavity"]);
+        let Body::Sections(sections) = &case.body else {
+            panic!("sections expected")
+        };
+        assert!(sections.iter().all(|(name, _, _)| !name.contains("evidence")));
+        let bad = r#"{"OSCE_Examination":{"Test_Results":{"Imaging":"cavity"},"Evidence":[3],"Correct_Diagnosis":"Tuberculosis"}}"#;
+        let error = case_from_line(bad, Path::new("a.jsonl"), 7).unwrap_err();
+        assert!(
+            error.starts_with("line 7: field `OSCE_Examination.Evidence`"),
+            "{error}"
+        );
     }
 }

@@ -142,8 +142,14 @@ pub fn case_from_map(
                         consensus(&value).map_err(|why| format!("line {number}: field `{key}`: {why}"))?;
                 }
                 "facts" | "reference_facts" => {
-                    reference.facts =
+                    let given =
                         facts(&value).map_err(|why| format!("line {number}: field `{key}`: {why}"))?;
+                    reference.facts.extend(given);
+                }
+                "evidence" | "reference_evidence" | "evidence_spans" => {
+                    let given =
+                        evidence(&value).map_err(|why| format!("line {number}: field `{key}`: {why}"))?;
+                    reference.facts.extend(given);
                 }
                 "diagnosis" | "correct_diagnosis" => {
                     reference.diagnosis = match &value {
@@ -309,6 +315,38 @@ fn check_weight(text: &str, weight: f64) -> Result<(), String> {
     } else {
         Err(format!("weight {weight} of `{text}` must be a positive number"))
     }
+}
+
+/// Curated reference evidence: a list of exact substrings of the case's
+/// text (or one string), kept as bare `evidence` facts that E-Synthesis
+/// locates in the text.
+pub fn evidence(value: &Value) -> Result<Vec<Fact>, String> {
+    let spans: Vec<String> = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::String(span) => vec![span.clone()],
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                Value::String(span) if !span.trim().is_empty() => Ok(span.clone()),
+                other => Err(format!(
+                    "evidence span {} is {}; each must be a non-empty string (an exact substring of the case's text)",
+                    index + 1,
+                    kind_of(other)
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        other => return Err(format!("evidence is {}, not a list of strings", kind_of(other))),
+    };
+    Ok(spans
+        .into_iter()
+        .map(|span| Fact {
+            detail: Some("curated".into()),
+            // Located in the text at E-Synthesis.
+            span_end: 0,
+            ..Fact::spanned("evidence", "curated", "", "", 0, &span, "reference")
+        })
+        .collect())
 }
 
 /// Reference facts: objects with at least `kind`, `name`, `value`.

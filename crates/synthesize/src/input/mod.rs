@@ -3,7 +3,7 @@
 //! and CSV.
 //! Format detection, and quarantine of bad inputs with the reason.
 
-mod agentclinic;
+pub(crate) mod agentclinic;
 mod csv;
 mod duplicates;
 mod fields;
