@@ -14,10 +14,12 @@
 //! **Crash safety.** Every step is recorded in a state file (one per
 //! subject and slice, written atomically) before the next one starts: the
 //! submission's requests and tag, then its uploaded input file (OpenAI),
-//! then its batch id, then that it is done. A process killed at any moment
-//! and started again polls the batch it had submitted instead of submitting
-//! another; killed between creating a batch and recording its id, it finds
-//! the batch again ([`BatchBackend::find`]) before it would create one.
+//! then that its create call is being sent, then its batch id, then that it
+//! is done. A process killed at any moment and started again polls the
+//! batch it had submitted instead of submitting another; killed while the
+//! create call was in flight (sent, its id not recorded), it finds the
+//! batch again ([`BatchBackend::find`]) before it would create one; killed
+//! before the call was sent, it creates the batch without looking.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -83,6 +85,10 @@ struct Submission {
     /// What `prepare` made (OpenAI's input file).
     #[serde(default)]
     prepared: Option<String>,
+    /// Set (Unix ms) just before the create call is sent: only then can
+    /// the provider hold a batch whose id was never recorded.
+    #[serde(default)]
+    creating: Option<u64>,
     #[serde(default)]
     batch_id: Option<String>,
     #[serde(default)]
@@ -208,6 +214,7 @@ pub async fn prefill(
             tag,
             keys: chunk.to_vec(),
             prepared: None,
+            creating: None,
             batch_id: None,
             done: false,
             failed: None,
@@ -227,7 +234,12 @@ pub async fn prefill(
             .collect();
         let submission = state.submissions[index].clone();
         let items = items_of(&submission.keys);
-        let found = if index < first_new {
+        // Looked for only where an earlier process may have sent the
+        // create call: a submission recorded but never sent is created,
+        // never matched to a batch it did not make (Anthropic's batches
+        // carry no metadata; another sweep's batch of the same size would
+        // match).
+        let found = if index < first_new && submission.creating.is_some() {
             backend
                 .find(
                     submission.prepared.as_deref(),
@@ -263,6 +275,8 @@ pub async fn prefill(
                         prepared
                     }
                 };
+                state.submissions[index].creating = Some(crate::journal::unix_ms());
+                write_state(&settings.state, &state)?;
                 let id = backend
                     .create(&items, prepared.as_deref(), &submission.tag)
                     .await?;

@@ -2,7 +2,8 @@
 //! the answers recorded from a batch equal the live endpoint's, a cached
 //! request is never batched, a rerun submits nothing, and a process that
 //! died after creating a batch but before recording its id finds that batch
-//! again instead of submitting another.
+//! again instead of submitting another, while one killed before it sent
+//! the create call makes its own batch.
 
 use std::time::Duration;
 
@@ -113,6 +114,22 @@ async fn check(config: impl Fn(&cfeval_model::testing::TestServer) -> BackendCon
         "{resumed:?}"
     );
     assert_eq!(server.batches_created(), 2, "found again, not submitted again");
+    // Killed before its create call was sent: the submission is created,
+    // never matched to the batch of the same size already on the server.
+    let mut text: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).expect("state")).expect("json");
+    text["submissions"][0]["batch_id"] = serde_json::Value::Null;
+    text["submissions"][0]["creating"] = serde_json::Value::Null;
+    text["submissions"][0]["done"] = serde_json::json!(false);
+    std::fs::write(&state, text.to_string()).expect("write");
+    let cache = ResponseCache::open(dir.path().join("cache-4"), false).expect("cache");
+    let client = client_builder(config(&server))
+        .cache(cache)
+        .build()
+        .expect("client");
+    let unsent = prefill(&client, requests(), &settings).await.expect("unsent");
+    assert_eq!((unsent.resumed, unsent.answered), (1, 5), "{unsent:?}");
+    assert_eq!(server.batches_created(), 3, "created, not taken from another");
     // A state file that is not one is refused with its path.
     std::fs::write(&state, "{not json").expect("write");
     let error = prefill(&client, requests(), &settings)
