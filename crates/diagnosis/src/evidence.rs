@@ -13,7 +13,12 @@
 //!   3. `confirming`: any finding, not normal, that holds one of the
 //!      diagnosis's confirming phrases (the ontology's);
 //!   4. `abnormal_study`: every confirmatory study (biopsy, imaging,
-//!      culture…: the pack's `studies` words) that reads abnormal.
+//!      culture…: the pack's `studies` words) that reads abnormal;
+//!   5. `abnormal_exam`: every examination finding that reads abnormal.
+//!
+//!   A finding whose result the chart says it lacks (`Not specified`,
+//!   `pending`: the pack's `unavailable` cues) is never evidence, and never
+//!   the decisive result.
 //!
 //! Each is a reference fact of kind `evidence`: its `name` is the chart
 //! fact's kind, its `value` the chart fact's name (a test's label), its
@@ -62,10 +67,9 @@ pub fn derive(
         .map(|fact| (fact.span_start, fact.span_end));
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
-    for fact in facts
-        .iter()
-        .filter(|fact| FINDING_KINDS.contains(&fact.kind.as_str()))
-    {
+    for fact in facts.iter().filter(|fact| {
+        FINDING_KINDS.contains(&fact.kind.as_str()) && !lexicon.is_unavailable(&fact.span_text)
+    }) {
         let rule = if decisive_span == Some((fact.span_start, fact.span_end)) {
             "decisive"
         } else if names_diagnosis(fact, &names) {
@@ -74,6 +78,8 @@ pub fn derive(
             "confirming"
         } else if fact.kind == "test_result" && fact.value == "abnormal" && lexicon.is_study(&fact.name) {
             "abnormal_study"
+        } else if fact.kind == "exam" && fact.value == "abnormal" {
+            "abnormal_exam"
         } else {
             continue;
         };
@@ -358,6 +364,62 @@ mod tests {
         let error = curated(source, &sections, "ESR 90").unwrap_err();
         assert!(error.contains("not an exact substring"), "{error}");
         assert!(curated(source, &sections, "  ").is_err());
+    }
+
+    #[test]
+    fn abnormal_examination_findings_are_evidence_and_a_missing_result_never_is() {
+        let lexicon = Lexicon::load(&pack()).unwrap();
+        let ontology = Ontology::load(&pack()).unwrap();
+        let facts = [
+            fact(
+                "exam",
+                "Skin Examination",
+                "abnormal",
+                "exam",
+                "Tender erythematous nodules",
+                0,
+            ),
+            fact("exam", "Heart", "normal", "exam", "Regular rate and rhythm", 40),
+            fact(
+                "test_result",
+                "Stool toxin for the disease",
+                "unknown",
+                "labs",
+                "Not specified",
+                80,
+            ),
+            fact("test_result", "Chest X-ray", "unknown", "labs", "Pending.", 100),
+        ];
+        let evidence = derive(&lexicon, &ontology, &facts, "Sarcoidosis", &[]);
+        let spans: Vec<(&str, &str)> = evidence
+            .iter()
+            .map(|fact| (fact.span_text.as_str(), fact.detail.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(spans, [("Tender erythematous nodules", "abnormal_exam")]);
+        assert!(lexicon.is_unavailable("Not specified"));
+        assert!(lexicon.is_unavailable("was not performed."));
+        assert!(lexicon.is_unavailable("Pending, to follow"));
+        assert!(!lexicon.is_unavailable("Pendingly slow"));
+        assert!(!lexicon.is_unavailable("Positive"));
+        // The decisive pick passes over a result that is not there, even
+        // one whose label holds a confirming phrase; given one, it takes it.
+        let pick = |span: &str| {
+            let named = [fact(
+                "test_result",
+                "Stool C. diff toxin",
+                "unknown",
+                "labs",
+                span,
+                0,
+            )];
+            crate::findings::decisive(&lexicon, &ontology, &named, "Clostridioides difficile colitis").0
+        };
+        assert!(pick("Positive").iter().any(|fact| fact.name == "test_result"));
+        let decisive = pick("Not specified");
+        assert!(
+            decisive.iter().all(|fact| fact.name != "test_result"),
+            "{decisive:?}"
+        );
     }
 
     #[test]

@@ -315,6 +315,25 @@ impl Lexicon {
         Some(if within { "normal" } else { "abnormal" })
     }
 
+    /// Whether a result as written says there is none (`Not specified`,
+    /// `pending`: the pack's `unavailable` cues, after an opener).
+    pub fn is_unavailable(&self, value: &str) -> bool {
+        let lower = value.trim().trim_end_matches('.').to_lowercase();
+        let lower = self
+            .openers
+            .iter()
+            .find_map(|opener| {
+                lower
+                    .strip_prefix(opener.as_str())
+                    .filter(|rest| rest.starts_with(' '))
+                    .map(|rest| rest.trim_start().to_string())
+            })
+            .unwrap_or(lower);
+        self.unavailable.iter().any(|cue| {
+            lower == *cue || lower.starts_with(&format!("{cue} ")) || lower.starts_with(&format!("{cue},"))
+        })
+    }
+
     /// BLAKE3 of the file.
     pub fn hash(&self) -> &str {
         &self.hash
@@ -692,10 +711,14 @@ pub fn decisive(
             .filter(|fact| fact.kind == "test_result" && fact.name == name)
             .count()
     };
+    // A result the chart says it does not have (`Not specified`) decides
+    // nothing, whatever its label names.
     let tests = || {
-        facts
-            .iter()
-            .filter(move |fact| fact.kind == "test_result" && label_count(&fact.name) == 1)
+        facts.iter().filter(move |fact| {
+            fact.kind == "test_result"
+                && label_count(&fact.name) == 1
+                && !lexicon.is_unavailable(&fact.span_text)
+        })
     };
     let names_it = |fact: &&Fact| names_diagnosis(fact, &names);
     let confirms = |fact: &&Fact| confirms_diagnosis(fact, diagnosis);
