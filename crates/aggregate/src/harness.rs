@@ -6,7 +6,7 @@
 //!
 //! | `metric` | level of the pyramid | value, per episode |
 //! | --- | --- | --- |
-//! | `harness_failed` | 1, execution | share of episodes with no usable answer (`status` not `ok`: a failed call, or the step limit with no answer) |
+//! | `harness_failed` | 1, execution | share of episodes with no usable answer (`status` not `ok`, a failed call; or outcome `no_answer`, the step limit with no answer ever proposed, which the judges grade as naming no diagnosis) |
 //! | `harness_step_limit` | 1 | share that reached `max-steps` |
 //! | `harness_schema_failures` | 1 | mean turns whose reply was not the step's JSON |
 //! | `harness_invalid_beliefs` | 1 | mean turns with unusable numbers (negative, NaN, none above 0) |
@@ -203,7 +203,7 @@ pub fn rows(run_dir: &Path, run: &str, options: &Options) -> Result<Vec<ScoreRow
     let trajectories: RefCell<Trajectories> = RefCell::default();
     let mut out = episode_scores(run_dir, run, options, "harness", &METRICS, |row| {
         let outcome = row.harness.as_ref().filter(|_| row.mode == "harness")?;
-        let mut values = quantities(outcome, row.status == "ok");
+        let mut values = quantities(outcome, row.status == "ok" && outcome.outcome != "no_answer");
         if let Some(evidence) = &evidence {
             (values[15], values[16]) = evidence.recall(row, outcome);
         }

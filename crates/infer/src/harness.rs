@@ -28,9 +28,7 @@ use std::sync::Arc;
 
 use cfeval_consult::Corpus;
 use cfeval_model::{Message, ModelClient, ResponseFormat, ToolSpec};
-use cfeval_schema::{
-    Belief, HarnessOutcome, HarnessStep, ResponseRow, ResponseStatus, TraceStep, VariantRow,
-};
+use cfeval_schema::{Belief, HarnessOutcome, HarnessStep, ResponseRow, TraceStep, VariantRow};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -405,6 +403,12 @@ fn tools() -> Vec<ToolSpec> {
     ]
 }
 
+/// The longest hypothesis name the step JSON allows (the longest diagnosis
+/// name of the general-medicine ontology has 56 characters).
+const HYPOTHESIS_CHARS: u64 = 80;
+/// The longest argument: a section name, a query or the final answer.
+const ARGUMENT_CHARS: u64 = 240;
+
 /// The step JSON asked for when tools are not native (a strict schema).
 fn step_schema() -> Value {
     json!({
@@ -416,13 +420,18 @@ fn step_schema() -> Value {
                 "maxItems": 8,
                 "items": {
                     "type": "object",
-                    "properties": {"hypothesis": {"type": "string"}, "belief": {"type": "number"}},
+                    // Bounded strings too: a 135M model repeats a phrase
+                    // inside a hypothesis until its tokens run out.
+                    "properties": {
+                        "hypothesis": {"type": "string", "maxLength": HYPOTHESIS_CHARS},
+                        "belief": {"type": "number"}
+                    },
                     "required": ["hypothesis", "belief"],
                     "additionalProperties": false
                 }
             },
             "action": {"type": "string", "enum": ["list_chart_sections", "read_chart_section", "consult", "finish"]},
-            "argument": {"type": "string"}
+            "argument": {"type": "string", "maxLength": ARGUMENT_CHARS}
         },
         "required": ["differential", "action", "argument"],
         "additionalProperties": false
@@ -787,18 +796,24 @@ impl<'a> Episode<'a> {
         self.outcome.tool_errors = row.tool_errors;
         self.outcome.final_coverage = self.coverage(row);
         self.outcome.final_entropy = self.entropy();
+        let max_steps = self.harness.thresholds.max_steps;
         let text = match approved {
             Some(answer) => {
                 self.outcome.outcome = "approved".into();
                 Some(answer)
             }
-            None if self.outcome.answer.is_some() && steps >= self.harness.thresholds.max_steps => {
+            None if self.outcome.answer.is_some() && steps >= max_steps => {
                 self.outcome.outcome = "step_limit".into();
                 self.outcome.answer.clone()
             }
-            None if steps >= self.harness.thresholds.max_steps => {
+            // The subject's own outcome, as a dialogue without a diagnosis:
+            // an answer the judge grades (it names none), never a row left
+            // out of the scores.
+            None if steps >= max_steps => {
                 self.outcome.outcome = "no_answer".into();
-                None
+                Some(format!(
+                    "No diagnosis was proposed within the limit of {max_steps} steps."
+                ))
             }
             // The call failed: the row's status says why.
             None => {
@@ -806,20 +821,10 @@ impl<'a> Episode<'a> {
                 None
             }
         };
-        match text {
-            Some(text) => {
-                self.record(row, final_step(0, &text));
-                row.recommendation = Some(extract_recommendation(&text));
-                row.text = Some(text);
-            }
-            None if row.status == ResponseStatus::Ok.as_str() => {
-                row.status = ResponseStatus::Error.as_str().into();
-                row.error = Some(format!(
-                    "the Diagnostician proposed no answer in {} steps",
-                    self.harness.thresholds.max_steps
-                ));
-            }
-            None => {}
+        if let Some(text) = text {
+            self.record(row, final_step(0, &text));
+            row.recommendation = Some(extract_recommendation(&text));
+            row.text = Some(text);
         }
         row.harness = Some(self.outcome);
     }
@@ -1078,6 +1083,26 @@ impl Harness {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_step_schema_bounds_its_strings_and_every_pack_diagnosis_fits() {
+        let schema = step_schema();
+        let hypothesis = &schema["properties"]["differential"]["items"]["properties"]["hypothesis"];
+        assert_eq!(hypothesis["maxLength"], HYPOTHESIS_CHARS);
+        assert_eq!(schema["properties"]["argument"]["maxLength"], ARGUMENT_CHARS);
+        assert_eq!(schema["properties"]["differential"]["maxItems"], 8);
+        let packs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs");
+        for pack in ["general-medicine"] {
+            let ontology = cfeval_diagnosis::ontology::Ontology::load(&packs.join(pack)).unwrap();
+            for diagnosis in ontology.diagnoses() {
+                assert!(
+                    diagnosis.name.chars().count() as u64 <= HYPOTHESIS_CHARS,
+                    "{pack}: `{}` does not fit a hypothesis",
+                    diagnosis.name
+                );
+            }
+        }
+    }
 
     #[test]
     fn entropy_is_in_bits_and_zero_for_certainty() {

@@ -317,7 +317,8 @@ pub struct DialogueOutcome {
 pub struct HarnessOutcome {
     /// `approved` (the Observer approved a finish), `step_limit` (the
     /// episode reached `max_steps`; the last answer proposed, if any, is the
-    /// row's text) or `no_answer` (the limit with no answer ever proposed).
+    /// row's text) or `no_answer` (the limit with no answer ever proposed;
+    /// the row is `ok` and its text says no diagnosis was proposed).
     pub outcome: String,
     pub max_steps: u32,
     /// The Diagnostician's turns (model calls) used.

@@ -710,3 +710,79 @@ fn sigkilled_harness_episodes_resume_to_the_uninterrupted_tables() {
     let unique: std::collections::BTreeSet<_> = keys.iter().cloned().collect();
     assert_eq!(keys.len(), unique.len());
 }
+
+/// A Diagnostician that never proposes an answer: the episode ends at the
+/// step limit as the subject's own outcome (`no_answer`, status `ok`, a
+/// text that names no diagnosis), is judged like any answer (it names none)
+/// and counts as failed in level 1 — never a row left out of the scores,
+/// and the run does not fail for it.
+#[test]
+fn a_diagnostician_that_never_answers_is_graded_not_dropped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_pipeline(dir.path(), "silent", None);
+    let run_dir = dir.path().join("runs/silent");
+    run(dir.path(), &file, &run_dir, &[]);
+    let server = BackgroundServer::start(ServerConfig {
+        responder: Some(Arc::new(|_: &str, _: &str, _: Option<u64>| {
+            reply(&[(A, 0.6), (B, 0.4)], "list_chart_sections", "")
+        })),
+        ..ServerConfig::default()
+    })
+    .expect("test server");
+    let url = server.openai_base_url();
+    let run_arg = run_dir.display().to_string();
+    let infer = [
+        "infer",
+        "--run",
+        &run_arg,
+        "--subject",
+        "vllm/silent",
+        "--base-url",
+        &url,
+        "--mode",
+        "harness",
+        "--harness-json",
+        "--harness-steps",
+        "3",
+    ];
+    succeeded(cfeval_in(dir.path(), &infer), "cfeval infer --mode harness");
+    let responses: Vec<ResponseRow> = rows(&run_dir);
+    let silent: Vec<&ResponseRow> = responses
+        .iter()
+        .filter(|row| row.subject == "vllm/silent")
+        .collect();
+    assert!(!silent.is_empty());
+    for row in &silent {
+        let outcome = row.harness.as_ref().expect("outcome");
+        assert_eq!((outcome.steps, outcome.outcome.as_str()), (3, "no_answer"));
+        assert_eq!(row.status, "ok", "{:?}", row.error);
+        assert_eq!(
+            row.text.as_deref(),
+            Some("No diagnosis was proposed within the limit of 3 steps.")
+        );
+    }
+    succeeded(
+        cfeval_in(dir.path(), &["judge", "--run", &run_arg, "--judge", "rule"]),
+        "cfeval judge",
+    );
+    let judgments: Vec<JudgmentRow> = rows(&run_dir);
+    let cms: Vec<&JudgmentRow> = judgments
+        .iter()
+        .filter(|row| row.subject == "vllm/silent" && row.metric == "cms")
+        .collect();
+    assert!(!cms.is_empty());
+    assert!(
+        cms.iter().all(|row| row.status == "ok" && row.score == Some(0.0)),
+        "{cms:?}"
+    );
+    succeeded(
+        cfeval_in(dir.path(), &["aggregate", "--run", &run_arg]),
+        "cfeval aggregate",
+    );
+    let scores: Vec<ScoreRow> = rows(&run_dir);
+    let failed = scores
+        .iter()
+        .find(|s| s.subject == "vllm/silent" && s.metric == "harness_failed" && s.level == "overall")
+        .expect("harness_failed");
+    assert!(close(failed.value, 1.0), "{failed:?}");
+}
