@@ -364,8 +364,11 @@ impl Reader {
         offered: &[Found],
         free: &[Mention],
     ) -> (Option<Mention>, &'static str) {
+        // An inline differential (`Ddx: gout, CPPD, RA.`) weighs its
+        // possibilities without ranking them: its first is not a leader.
         let entry = offered
             .iter()
+            .filter(|f| !layout.is_in_inline_differential(f.start) || self.ranks(layout, f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
             .filter(|f| !self.is_to_exclude(layout, f.start))
             .find(|f| !layout.is_ordering(f.start))
@@ -393,6 +396,51 @@ impl Reader {
         }
     }
 
+    /// Whether the sentence at `position` ranks its list (`in order of
+    /// likelihood`).
+    fn ranks(&self, layout: &Layout<'_>, position: usize) -> bool {
+        let (start, end) = layout.sentence_of(position);
+        let sentence = &layout.folded.text[start..end];
+        self.cues.rankings.iter().any(|ranking| {
+            sentence.match_indices(ranking.as_str()).any(|(at, _)| {
+                let before = sentence[..at].chars().next_back();
+                let after = sentence[at + ranking.len()..].chars().next();
+                !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+            })
+        })
+    }
+
+    /// Whether what follows a phrase in its sentence (`end`) makes it a
+    /// label (a colon) or the first of a list of findings (a comma, past a
+    /// bracket, before anything but a hedge or a phrase end).
+    fn heads_findings(&self, layout: &Layout<'_>, phrase: &Phrase, end: usize) -> bool {
+        let text = &layout.folded.text;
+        let mut after = text[phrase.end..end.max(phrase.end)].trim_start_matches(['*', '_', ' ']);
+        if after.starts_with('(')
+            && let Some(close) = after.find(')')
+        {
+            after = after[close + 1..].trim_start();
+        }
+        if after.starts_with(':') {
+            return true;
+        }
+        let Some(rest) = after.strip_prefix(',') else {
+            return false;
+        };
+        let trimmed = rest.trim_start();
+        // `trimmed` ends where the sentence does.
+        let at = end.max(phrase.end) - trimmed.len();
+        let hedged = self.cues.hedges.iter().any(|word| {
+            trimmed.starts_with(word.as_str())
+                && !trimmed[word.len()..].starts_with(|c: char| c.is_alphanumeric())
+        });
+        let ends = layout
+            .hits
+            .iter()
+            .any(|hit| hit.kind == Kind::PhraseEnd && hit.start == at);
+        !(hedged || ends)
+    }
+
     /// Whether the sentence at `start` tells the case rather than names a
     /// diagnosis: it opens with an age or count (`45M with HTN`, `A
     /// 45-year-old`) or a narrative word (`I`, `these`, `the patient`).
@@ -418,7 +466,11 @@ impl Reader {
 
     /// The phrase that opens the answer's first line, unless that line
     /// opens a narrative (`I need ...`, `These results ...`, an age) or
-    /// orders tests (a `Next steps:` section).
+    /// orders tests (a `Next steps:` section). A phrase the ontology does
+    /// not know is no diagnosis when a colon follows it (a label of its own:
+    /// `Plan:`, `Imp:`) or a comma and more findings (`Heavy proteinuria
+    /// (4+), albumin 1.8, ...`) rather than a reason or a hedge (`Vestibular
+    /// neuritis, most likely post-viral`).
     fn opening_phrase(&self, layout: &Layout<'_>, offered: &[Found]) -> Option<Mention> {
         let line = layout
             .lines
@@ -429,7 +481,9 @@ impl Reader {
             return None;
         }
         let phrase = self.phrase_at(layout, line.content, end, offered)?;
-        if phrase.found.is_none() && self.names_test(layout, &phrase) {
+        if phrase.found.is_none()
+            && (self.names_test(layout, &phrase) || self.heads_findings(layout, &phrase, end))
+        {
             return None;
         }
         let written = &layout.folded.text[phrase.start..phrase.end];
@@ -856,12 +910,8 @@ pub(crate) mod tests {
 
     #[test]
     fn an_opening_that_describes_the_case_does_not_lead() {
-        for answer in [
-            "The presentation is nonspecific. Possible causes include LEMS or botulism.",
-            "Symptoms began a month ago. LEMS is the leading consideration.",
-        ] {
-            assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
-        }
+        let answer = "Symptoms began a month ago. LEMS is the leading consideration.";
+        assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"));
     }
 
     #[test]
@@ -875,6 +925,82 @@ pub(crate) mod tests {
             let reading = reader().read(answer);
             assert_eq!(reading.leading, None, "{answer}");
             assert!(!reading.differential.is_empty(), "{answer}");
+        }
+    }
+
+    #[test]
+    fn an_opening_label_or_list_of_findings_is_no_diagnosis() {
+        // A first line that opens with a label the reader does not know.
+        for answer in ["Plan: chest CT, AChR antibodies.", "Workup pending: CBC, ECG."] {
+            assert_eq!(leading(answer).2, "none", "{answer}");
+        }
+        // A first line that lists findings: the diagnosis after them leads.
+        let (id, _, _) =
+            leading("Fatigable ptosis (3 weeks), diplopia, proximal weakness. Myasthenia gravis.");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+        // A phrase followed by its reason or a hedge is still a diagnosis.
+        for answer in [
+            "Vestibular neuritis, secondary to a viral illness.",
+            "Vestibular neuritis, given the acute vertigo.",
+        ] {
+            let (id, text, source) = leading(answer);
+            assert_eq!(
+                (id, text.as_deref(), source),
+                (None, Some("Vestibular neuritis"), "first_listed"),
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_inline_differential_without_a_leader_commits_to_nothing() {
+        for answer in [
+            "45F, ptosis, areflexia. Ddx: LEMS, MG, botulism. VGCC antibodies, EMG.",
+            "The presentation is nonspecific. Possible causes include LEMS, MG or botulism.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.leading, None, "{answer}");
+            assert_eq!(
+                ids(&reading.differential),
+                ["lambert_eaton", "myasthenia_gravis", "botulism"],
+                "{answer}"
+            );
+        }
+        // A stated leader still leads, and a list under a heading is ranked.
+        assert_eq!(
+            leading("Ddx: LEMS, MG, botulism. LEMS is the most likely.")
+                .0
+                .as_deref(),
+            Some("lambert_eaton")
+        );
+        assert_eq!(
+            leading("Differential:\n1. LEMS\n2. MG").0.as_deref(),
+            Some("lambert_eaton")
+        );
+    }
+
+    #[test]
+    fn a_lower_case_note_names_its_diagnosis_in_a_sentence_of_its_own() {
+        for answer in [
+            "48f, ptosis and diplopia, worse by evening. likely myasthenia gravis. start pyridostigmine",
+            "58m, ptosis, diplopia x2wk. myasthenia gravis. achr abs, ct chest",
+        ] {
+            assert_eq!(
+                leading(answer).0.as_deref(),
+                Some("myasthenia_gravis"),
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_order_section_or_an_unsettled_final_answer_commits_to_nothing() {
+        for answer in [
+            "Plan: chest CT, AChR antibodies, botulism toxin assay.",
+            "Recommended: EMG with repetitive stimulation, VGCC antibodies.",
+            "Differential:\n- LEMS\n- botulism\n\nFinal answer: I can't settle on one without an EMG.",
+        ] {
+            assert_eq!(leading(answer).0, None, "{answer}");
         }
     }
 

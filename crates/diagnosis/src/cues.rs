@@ -54,6 +54,9 @@ struct RawCues {
     stop_words: Vec<String>,
     qualifiers: Vec<String>,
     vague_heads: Vec<String>,
+    /// Optional: phrases that rank a list (`in order of likelihood`).
+    #[serde(default)]
+    rankings: Vec<String>,
     spellings: BTreeMap<String, String>,
 }
 
@@ -122,6 +125,9 @@ pub(crate) struct Cues {
     /// Differential cues of a diagnosis still to be excluded (`rule out
     /// X`): it is offered but never leads.
     pub to_exclude: HashSet<String>,
+    /// Phrases that rank an inline list, so its first item leads
+    /// (`Differential (in order): X, Y`).
+    pub rankings: Vec<String>,
     pub lexicon: Lexicon,
 }
 
@@ -241,6 +247,7 @@ impl Cues {
             structural,
             vague_heads,
             to_exclude: raw.to_exclude.iter().map(|cue| cue.trim().to_string()).collect(),
+            rankings: raw.rankings.iter().map(|cue| cue.trim().to_lowercase()).collect(),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,

@@ -5,8 +5,10 @@
 //! A line that holds only a cue and a colon (`**Differential:**`, `Workup:`,
 //! `## Most likely diagnosis`) heads a section: the lines under it, to the
 //! next blank line or header, read as under that cue. Sentences end at `.`,
-//! `?` or `!` before a space, and at line ends; clauses end at `,` `;` `(`
-//! `)` and the answer file's clause breaks.
+//! `?` or `!` before a space, and at line ends (not before a lower-case word, an
+//! abbreviation's period, unless the writer never capitalises a sentence:
+//! `58m t2dm. diabetic polyneuropathy. optimize a1c` is three sentences);
+//! clauses end at `,` `;` `(` `)` and the answer file's clause breaks.
 //!
 //! A markdown table reads as a ranked list: its header row (the row above
 //! a `|---|` rule) heads a differential section of the rows under it, and
@@ -47,6 +49,10 @@ pub(crate) struct Layout<'a> {
     pub tokens: Vec<Token>,
     pub hits: Vec<Hit>,
     pub lines: Vec<Line>,
+    /// The writer never opens a sentence with a capital after a period
+    /// (`nontender. likely giant fibroadenoma. excise`): a period before a
+    /// lower-case word ends a sentence too.
+    lower_case: bool,
 }
 
 fn is_markup(character: char) -> bool {
@@ -54,6 +60,30 @@ fn is_markup(character: char) -> bool {
         character,
         '*' | '_' | '#' | '>' | '`' | ' ' | '\t' | '-' | '•' | '+' | '|'
     )
+}
+
+/// Whether a writer ends sentences with a period and goes on in lower case
+/// and never opens one in capitals, the first included (`48f ... nontender.
+/// likely giant fibroadenoma.`; not `Int. hemorrhoids`).
+fn writes_lower_case(text: &str) -> bool {
+    if text
+        .chars()
+        .find(|c| c.is_alphabetic())
+        .is_some_and(char::is_uppercase)
+    {
+        return false;
+    }
+    let mut lower = false;
+    for (index, _) in text.match_indices(". ") {
+        let before = text[..index].chars().next_back();
+        match text[index + 2..].chars().next() {
+            _ if before.is_none_or(|c| !c.is_alphanumeric()) => {}
+            Some(c) if c.is_uppercase() => return false,
+            Some(c) if c.is_lowercase() => lower = true,
+            _ => {}
+        }
+    }
+    lower
 }
 
 /// Where a line's content starts: past indentation, list markers and markup.
@@ -82,6 +112,7 @@ impl<'a> Layout<'a> {
             tokens,
             hits,
             lines: Vec::new(),
+            lower_case: writes_lower_case(original),
         };
         layout.lines = layout.lay_lines();
         layout
@@ -174,9 +205,10 @@ impl<'a> Layout<'a> {
                 && !text[..index].ends_with("e.g")
                 && !text[..index].ends_with("i.e")
                 && !text[..index].ends_with(|c: char| c.is_ascii_digit())
-                && !self.original[self.folded.original(index + 1)..]
-                    .trim_start()
-                    .starts_with(|c: char| c.is_lowercase())
+                && (self.lower_case
+                    || !self.original[self.folded.original(index + 1)..]
+                        .trim_start()
+                        .starts_with(|c: char| c.is_lowercase()))
             {
                 if index < position {
                     start = index + 1;
@@ -249,8 +281,18 @@ impl<'a> Layout<'a> {
         let (clause_start, _) = self.clause_of(start);
         let (_, clause_end) = self.clause_of(self.past_open_bracket(start, end));
         let (_, sentence_end) = self.sentence_of(start);
+        // A leading cue two words or more past the cue ends its scope: what
+        // it negates is the subject of a verb that leads (`the absence of
+        // renal involvement fit a serum sickness-like reaction`), while one
+        // right after it is negated with what it names (`rules out what
+        // looks like botulism`).
         self.hits_in(Kind::RuledOutForward, clause_start, start)
-            .any(|hit| self.words_between(hit.end, start) <= self.reach(hit) + allowance)
+            .any(|hit| {
+                self.words_between(hit.end, start) <= self.reach(hit) + allowance
+                    && !self
+                        .hits_in(Kind::LeadingForward, hit.end, start)
+                        .any(|lead| self.words_between(hit.end, lead.start) >= 2)
+            })
             || self
                 .hits_in(Kind::RuledOutBackward, end, clause_end.max(end))
                 .any(|hit| self.words_between(end, hit.start) <= BACKWARD_REACH)
@@ -380,6 +422,15 @@ impl<'a> Layout<'a> {
             .any(|hit| !self.is_negated(hit))
     }
 
+    /// Whether a span follows a differential cue in its own sentence (`Ddx:
+    /// gout, CPPD`), not under a differential heading.
+    pub fn is_in_inline_differential(&self, start: usize) -> bool {
+        let (sentence_start, _) = self.sentence_of(start);
+        self.hits_in(Kind::Differential, sentence_start, start)
+            .next()
+            .is_some()
+    }
+
     /// Whether a span is offered by a differential cue (in its sentence,
     /// before or after it) or sits in a differential section.
     pub fn is_offered_by_cue(&self, start: usize) -> bool {
@@ -486,6 +537,34 @@ mod tests {
             assert!(layout.is_ruled_out(start, end));
             let (start, end) = span("lems");
             assert!(!layout.is_ruled_out(start, end));
+        });
+    }
+
+    #[test]
+    fn a_leading_verb_ends_a_rule_out_cue_scope_over_its_subject() {
+        let text = "The absence of bulbar signs fits LEMS. The EMG rules out what looks like botulism.";
+        with_layout(text, |layout| {
+            let span = |word: &str| (at(text, word), at(text, word) + word.len());
+            let (start, end) = span("lems");
+            assert!(!layout.is_ruled_out(start, end));
+            let (start, end) = span("botulism");
+            assert!(layout.is_ruled_out(start, end));
+        });
+    }
+
+    #[test]
+    fn a_writer_who_never_capitalises_ends_sentences_at_periods() {
+        let text = "58m, ptosis x2wk. myasthenia gravis. start pyridostigmine";
+        with_layout(text, |layout| {
+            let mg = at(text, "myasthenia");
+            assert_eq!(layout.sentence_of(mg), (mg - 1, at(text, ". start")));
+        });
+        // One capitalised sentence start: a lower-case word after a period
+        // continues the sentence (`pt. was`).
+        let text = "Ptosis for weeks. Onset after pt. was vaccinated";
+        with_layout(text, |layout| {
+            let was = at(text, "was");
+            assert_eq!(layout.sentence_of(was).0, at(text, " onset"));
         });
     }
 

@@ -1,5 +1,6 @@
-//! The pack's diagnosis ontology (`ontology.yaml`) and test names
-//! (`tests.yaml`), and the matcher that finds their mentions in free text.
+//! The pack's diagnosis ontology (`ontology.yaml`), its names in other
+//! languages (`translations.yaml`, optional), the test names (`tests.yaml`),
+//! and the matcher that finds their mentions in free text.
 //!
 //! Both files are strict (unknown fields are errors) and checked as a whole:
 //! every `broader` id must be an entry, ids are unique, no name or synonym
@@ -40,6 +41,23 @@ struct RawDiagnosis {
     confirming: Vec<String>,
 }
 
+/// `translations.yaml`: each entry's names in other languages.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTranslations {
+    version: u32,
+    languages: Vec<String>,
+    diagnoses: Vec<RawTranslation>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawTranslation {
+    id: String,
+    /// Language code: names.
+    #[serde(flatten)]
+    names: std::collections::BTreeMap<String, Vec<String>>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTests {
@@ -68,6 +86,9 @@ pub struct Diagnosis {
     pub sex: Option<String>,
     /// Lowercase phrases naming the test that confirms it.
     pub confirming: Vec<String>,
+    /// Its names in other languages (`translations.yaml`), matched as its
+    /// synonyms are.
+    pub translations: Vec<String>,
 }
 
 /// One test of `tests.yaml`.
@@ -199,6 +220,52 @@ fn line_of_id(text: &str, id: &str) -> usize {
         .map_or(0, |index| index + 1)
 }
 
+/// Adds the names of `translations.yaml` to their entries: every id must be
+/// an entry's, every language one the file declares, every name non-empty.
+fn translate(
+    diagnoses: &mut [Diagnosis],
+    by_id: &HashMap<String, usize>,
+    text: &str,
+    origin: &str,
+) -> Result<()> {
+    let raw: RawTranslations = parse_yaml(text, origin)?;
+    let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
+    if raw.version != 1 {
+        return Err(invalid(
+            line_of(text, "version", 1),
+            format!("unsupported version {}", raw.version),
+        ));
+    }
+    for entry in raw.diagnoses {
+        let line = line_of_id(text, &entry.id);
+        let Some(&index) = by_id.get(&entry.id) else {
+            return Err(invalid(line, format!("unknown diagnosis id `{}`", entry.id)));
+        };
+        for (language, names) in entry.names {
+            if !raw.languages.contains(&language) {
+                return Err(invalid(
+                    line_of(text, &format!("{language}:"), line),
+                    format!(
+                        "`{}`: language `{language}` is not one of `languages` ({})",
+                        entry.id,
+                        raw.languages.join(", ")
+                    ),
+                ));
+            }
+            for name in names {
+                if name.trim().is_empty() {
+                    return Err(invalid(
+                        line_of(text, &format!("{language}:"), line),
+                        format!("`{}`: an empty `{language}` name", entry.id),
+                    ));
+                }
+                diagnoses[index].translations.push(name);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn parse_yaml<T: for<'de> Deserialize<'de>>(text: &str, origin: &str) -> Result<T> {
     serde_norway::from_str(text).map_err(|error| {
         let line = error.location().map_or(0, |location| location.line());
@@ -210,6 +277,16 @@ impl Ontology {
     /// Parses `ontology.yaml` and `tests.yaml`; `origin` names them in errors
     /// (`origin/ontology.yaml:LINE: ...`).
     pub fn parse(ontology_yaml: &str, tests_yaml: &str, origin: &str) -> Result<Self> {
+        Self::parse_with_translations(ontology_yaml, tests_yaml, None, origin)
+    }
+
+    /// As [`Ontology::parse`], with the names of `translations.yaml`.
+    pub fn parse_with_translations(
+        ontology_yaml: &str,
+        tests_yaml: &str,
+        translations_yaml: Option<&str>,
+        origin: &str,
+    ) -> Result<Self> {
         let ontology_origin = format!("{origin}/ontology.yaml");
         let tests_origin = format!("{origin}/tests.yaml");
         let raw: RawOntology = parse_yaml(ontology_yaml, &ontology_origin)?;
@@ -308,8 +385,14 @@ impl Ontology {
                 broader: raw.broader,
                 sex: raw.sex,
                 confirming: raw.confirming,
+                translations: Vec::new(),
             })
             .collect();
+        let mut diagnoses = diagnoses;
+        let translations_origin = format!("{origin}/translations.yaml");
+        if let Some(text) = translations_yaml {
+            translate(&mut diagnoses, &by_id, text, &translations_origin)?;
+        }
         let tests: Vec<Test> = raw_tests
             .tests
             .into_iter()
@@ -325,6 +408,7 @@ impl Ontology {
             hash: blake3::Hasher::new()
                 .update(ontology_yaml.as_bytes())
                 .update(tests_yaml.as_bytes())
+                .update(translations_yaml.unwrap_or_default().as_bytes())
                 .finalize()
                 .to_hex()
                 .to_string(),
@@ -333,9 +417,17 @@ impl Ontology {
             test_index: PhraseIndex::default(),
         };
         if let Some((id, phrase)) = ontology.index() {
-            let line = line_of(ontology_yaml, &phrase, line_of_id(ontology_yaml, &id));
+            let translated = ontology
+                .diagnoses
+                .iter()
+                .any(|diagnosis| diagnosis.id == id && diagnosis.translations.contains(&phrase));
+            let (origin, text) = match translations_yaml {
+                Some(text) if translated => (&translations_origin, text),
+                _ => (&ontology_origin, ontology_yaml),
+            };
+            let line = line_of(text, &phrase, line_of_id(text, &id));
             return Err(invalid(
-                &ontology_origin,
+                origin,
                 line,
                 format!("`{id}`: name or synonym `{phrase}` already belongs to another entry"),
             ));
@@ -343,15 +435,22 @@ impl Ontology {
         Ok(ontology)
     }
 
-    /// Reads `ontology.yaml` and `tests.yaml` from a pack directory.
+    /// Reads `ontology.yaml`, `tests.yaml` and, when the pack has one,
+    /// `translations.yaml` from a pack directory.
     pub fn load(pack_dir: &Path) -> Result<Self> {
         let read = |name: &str| {
             let path = pack_dir.join(name);
             std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })
         };
-        Self::parse(
+        let translations = pack_dir.join("translations.yaml");
+        let translations = translations
+            .exists()
+            .then(|| read("translations.yaml"))
+            .transpose()?;
+        Self::parse_with_translations(
             &read("ontology.yaml")?,
             &read("tests.yaml")?,
+            translations.as_deref(),
             &pack_dir.display().to_string(),
         )
     }
@@ -361,7 +460,10 @@ impl Ontology {
         let mut clash = None;
         self.diagnosis_index = PhraseIndex::default();
         for (entry, diagnosis) in self.diagnoses.iter().enumerate() {
-            for phrase in std::iter::once(&diagnosis.name).chain(&diagnosis.synonyms) {
+            let names = std::iter::once(&diagnosis.name)
+                .chain(&diagnosis.synonyms)
+                .chain(&diagnosis.translations);
+            for phrase in names {
                 if self
                     .diagnosis_index
                     .insert(phrase, entry, &self.lexicon)
@@ -601,6 +703,46 @@ tests:
             Ok(_) => String::from("no error"),
             Err(error) => error.to_string(),
         }
+    }
+
+    #[test]
+    fn translations_name_their_entry_and_are_checked_with_their_line() {
+        let parse = |translations: &str| {
+            Ontology::parse_with_translations(ONTOLOGY, TESTS, Some(translations), "pack")
+        };
+        let ontology = match parse(
+            "version: 1\nlanguages: [es, de]\ndiagnoses:\n  - id: myasthenia_gravis\n    es: [miastenia grave]\n    de: [Myasthenia gravis pseudoparalytica]\n",
+        ) {
+            Ok(ontology) => ontology,
+            Err(error) => panic!("{error}"),
+        };
+        let id = |name: &str| ontology.resolve(name).map(|found| found.id.clone());
+        assert_eq!(id("Miastenia grave").as_deref(), Some("myasthenia_gravis"));
+        assert_eq!(
+            id("myasthenia gravis pseudoparalytica").as_deref(),
+            Some("myasthenia_gravis")
+        );
+        // The names join the ontology's hash.
+        assert_ne!(ontology.hash(), super::tests::ontology().hash());
+        let error = |translations: &str| match parse(translations) {
+            Ok(_) => String::from("no error"),
+            Err(error) => error.to_string(),
+        };
+        assert_eq!(
+            error(
+                "version: 1\nlanguages: [es]\ndiagnoses:\n  - id: myasthenia_gravis\n    es: [miastenia]\n  - id: nope\n    es: [nada]\n"
+            ),
+            "pack/translations.yaml:6: unknown diagnosis id `nope`"
+        );
+        assert_eq!(
+            error("version: 1\nlanguages: [es]\ndiagnoses:\n  - id: botulism\n    fr: [botulisme]\n"),
+            "pack/translations.yaml:5: `botulism`: language `fr` is not one of `languages` (es)"
+        );
+        // A name another entry already has is refused where it is written.
+        assert_eq!(
+            error("version: 1\nlanguages: [es]\ndiagnoses:\n  - id: botulism\n    es: [botulismo, LEMS]\n"),
+            "pack/translations.yaml:5: `botulism`: name or synonym `LEMS` already belongs to another entry"
+        );
     }
 
     #[test]

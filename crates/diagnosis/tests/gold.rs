@@ -15,7 +15,13 @@
 //!   0.869 with its totals only, then read for the third round of general
 //!   rules. `CFEVAL_GOLD_REPORT=1` prints each disagreement. Fails below its
 //!   last held-out measurement, rounded down to 0.05.
-//! - Held out (`tests/gold/diagnosis-answers-heldout2`), written by a fifth
+//! - Fourth development set (`tests/gold/diagnosis-answers-dev4`), written
+//!   by a fifth writer who never saw the reader or the other sets as the
+//!   second held-out set: measured once at 0.708 with its totals only, then
+//!   read for the fourth round of general rules. `CFEVAL_GOLD_REPORT=1`
+//!   prints each disagreement. Fails below its held-out measurement,
+//!   rounded down to 0.05.
+//! - Held out (`tests/gold/diagnosis-answers-heldout3`), written by a sixth
 //!   writer who never saw the reader or the other sets, and never read
 //!   while the reader was built: only its totals are printed, never an
 //!   item, so that it stays a measurement.
@@ -30,9 +36,12 @@ const FLOOR: f64 = 0.95;
 /// The second development set's floor: its first measurement, rounded down
 /// to 0.05.
 const SECOND_FLOOR: f64 = 0.75;
-/// The held-out set's floor: what it measured when first run (0.708, see
+/// The fourth development set's floor: what it measured held out (0.708,
+/// see BENCHMARKS.md), rounded down to 0.05.
+const FOURTH_FLOOR: f64 = 0.70;
+/// The held-out set's floor: what it measured when first run (0.850, see
 /// BENCHMARKS.md), less a margin; a regression below it fails.
-const HELD_OUT_FLOOR: f64 = 0.65;
+const HELD_OUT_FLOOR: f64 = 0.80;
 /// The third development set's floor: its last held-out measurement
 /// (0.869), rounded down to 0.05.
 const THIRD_FLOOR: f64 = 0.85;
@@ -120,45 +129,53 @@ fn measure(relative: &str, name: &str, items: bool) -> (f64, f64) {
     (agreement, kappa)
 }
 
+/// Measures a development set (each disagreement printed with
+/// `CFEVAL_GOLD_REPORT=1`) and holds it to its floor.
+fn development_set_agrees(relative: &str, name: &str, floor: f64) {
+    let items = std::env::var("CFEVAL_GOLD_REPORT").is_ok_and(|value| value == "1");
+    let (agreement, _) = measure(relative, name, items);
+    assert!(
+        agreement >= floor,
+        "{name}: agreement {agreement:.3} below {floor}"
+    );
+}
+
 #[test]
 fn development_gold_set_agrees() {
-    let items = std::env::var("CFEVAL_GOLD_REPORT").is_ok_and(|value| value == "1");
-    let (agreement, _) = measure("tests/gold/diagnosis-answers/answers.jsonl", "development", items);
-    assert!(agreement >= FLOOR, "agreement {agreement:.3} below {FLOOR}");
+    development_set_agrees("tests/gold/diagnosis-answers/answers.jsonl", "development", FLOOR);
 }
 
 #[test]
 fn second_development_gold_set_agrees() {
-    let items = std::env::var("CFEVAL_GOLD_REPORT").is_ok_and(|value| value == "1");
-    let (agreement, _) = measure(
+    development_set_agrees(
         "tests/gold/diagnosis-answers-dev2/answers.jsonl",
         "second development",
-        items,
-    );
-    assert!(
-        agreement >= SECOND_FLOOR,
-        "agreement {agreement:.3} below {SECOND_FLOOR}"
+        SECOND_FLOOR,
     );
 }
 
 #[test]
 fn third_development_gold_set_agrees() {
-    let items = std::env::var("CFEVAL_GOLD_REPORT").is_ok_and(|value| value == "1");
-    let (agreement, _) = measure(
+    development_set_agrees(
         "tests/gold/diagnosis-answers-dev3/answers.jsonl",
         "third development",
-        items,
+        THIRD_FLOOR,
     );
-    assert!(
-        agreement >= THIRD_FLOOR,
-        "agreement {agreement:.3} below {THIRD_FLOOR}"
+}
+
+#[test]
+fn fourth_development_gold_set_agrees() {
+    development_set_agrees(
+        "tests/gold/diagnosis-answers-dev4/answers.jsonl",
+        "fourth development",
+        FOURTH_FLOOR,
     );
 }
 
 #[test]
 fn held_out_gold_set_agrees() {
     let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout2/answers.jsonl",
+        "tests/gold/diagnosis-answers-heldout3/answers.jsonl",
         "held out",
         false,
     );

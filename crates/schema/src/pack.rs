@@ -7,7 +7,9 @@
 //!   vocabulary.yaml   families and fact kinds (see [`crate::vocab`])
 //!   catalog.yaml      the pre-registered interventions
 //!   …                 what the task reads: for diagnosis the ontology
-//!                     (ontology.yaml, tests.yaml), the answer cues
+//!                     (ontology.yaml, tests.yaml, and optionally
+//!                     translations.yaml: its names in other languages),
+//!                     the answer cues
 //!                     (answer.yaml), the chart reading (facts.yaml) and the
 //!                     prompts (prompts/single_shot.md for the subject,
 //!                     prompts/judge_pair.md for the model judges); cases

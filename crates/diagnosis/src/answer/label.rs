@@ -147,14 +147,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn labels_in_other_languages_name_the_leader() {
-        for answer in [
-            "Verdachtsdiagnose: LEMS.\nDifferentialdiagnosen: Botulismus.",
-            "Diagnóstico más probable: LEMS.\nDiagnóstico diferencial: botulismo.",
-            "Diagnostic le plus probable : LEMS.\nDiagnostics différentiels : botulisme.",
-            "Impresión diagnóstica: LEMS.",
-        ] {
+    /// Each answer is led by LEMS, found by its label.
+    fn labelled_lems(answers: &[&str]) {
+        for answer in answers {
             let (id, _, source) = leading(answer);
             assert_eq!(
                 (id.as_deref(), source),
@@ -162,6 +157,32 @@ mod tests {
                 "{answer}"
             );
         }
+    }
+
+    #[test]
+    fn labels_in_other_languages_name_the_leader() {
+        labelled_lems(&[
+            "Verdachtsdiagnose: LEMS.\nDifferentialdiagnosen: Botulismus.",
+            "Diagnóstico más probable: LEMS.\nDiagnóstico diferencial: botulismo.",
+            "Diagnostic le plus probable : LEMS.\nDiagnostics différentiels : botulisme.",
+            "Impresión diagnóstica: LEMS.",
+            "Diagnosi più probabile: LEMS.",
+            "Wahrscheinlichste Diagnose: LEMS.",
+            "Diagnóstico mais provável: LEMS.",
+            "O diagnóstico mais provável é LEMS, dada a arreflexia.",
+            "Diagnostic : LEMS.",
+        ]);
+    }
+
+    #[test]
+    fn note_shorthand_and_linked_labels_name_the_leader() {
+        labelled_lems(&[
+            "Imp: LEMS. Check VGCC antibodies.",
+            "NB: ptosis, areflexia. A/P: LEMS, CT chest.",
+            "Thank you for the referral. My impression is of LEMS with a possible underlying tumour.",
+            "Diagnoses: (1) LEMS; (2) pneumonia.",
+            "Given the areflexia, the likeliest explanation by far is LEMS.",
+        ]);
     }
 
     #[test]
@@ -189,6 +210,12 @@ mod tests {
             "Top pick: LEMS. Runner-up: MG.",
             "Leading: LEMS\nAlso consider: MG, botulism",
             "I lean towards LEMS given the areflexia.",
+            "The autonomic signs and areflexia point firmly to LEMS.",
+            "Ptosis with areflexia and post-exercise facilitation. This meets criteria for LEMS.",
+            "The picture is best captured by LEMS.",
+            "I'd treat this as LEMS until the antibodies are back.",
+            "Weakness that improves with exercise. I'd call it LEMS.",
+            "Areflexia with facilitation: that's LEMS.",
         ] {
             assert_eq!(leading(answer).0.as_deref(), Some("lambert_eaton"), "{answer}");
         }
