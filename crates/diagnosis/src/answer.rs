@@ -32,6 +32,7 @@ use crate::cues::{Cues, Kind};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ontology::{Found, Ontology};
+use crate::text::is_boundary;
 
 /// Reading the leader a label names.
 mod label;
@@ -397,16 +398,16 @@ impl Reader {
     }
 
     /// Whether the sentence at `position` ranks its list (`in order of
-    /// likelihood`).
+    /// likelihood`). A string search, not a cue hit: `in order` is also an
+    /// inert cue (it hides the ordering cue `order`), and inert cues hide
+    /// every independent hit they overlap.
     fn ranks(&self, layout: &Layout<'_>, position: usize) -> bool {
         let (start, end) = layout.sentence_of(position);
         let sentence = &layout.folded.text[start..end];
         self.cues.rankings.iter().any(|ranking| {
-            sentence.match_indices(ranking.as_str()).any(|(at, _)| {
-                let before = sentence[..at].chars().next_back();
-                let after = sentence[at + ranking.len()..].chars().next();
-                !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-            })
+            sentence
+                .match_indices(ranking.as_str())
+                .any(|(at, _)| is_boundary(sentence, at) && is_boundary(sentence, at + ranking.len()))
         })
     }
 

@@ -375,7 +375,7 @@ impl Ontology {
                 ));
             }
         }
-        let diagnoses: Vec<Diagnosis> = raw
+        let mut diagnoses: Vec<Diagnosis> = raw
             .diagnoses
             .into_iter()
             .map(|raw| Diagnosis {
@@ -388,7 +388,6 @@ impl Ontology {
                 translations: Vec::new(),
             })
             .collect();
-        let mut diagnoses = diagnoses;
         let translations_origin = format!("{origin}/translations.yaml");
         if let Some(text) = translations_yaml {
             translate(&mut diagnoses, &by_id, text, &translations_origin)?;
