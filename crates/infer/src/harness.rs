@@ -473,6 +473,9 @@ pub struct Harness {
     pub protocol: Protocol,
     pub corpus: Arc<Corpus>,
     pub prompt: String,
+    /// The template of the Diagnostician's first message
+    /// ([`crate::prompt::harness_opening`]).
+    pub opening: String,
     /// Knows a hypothesis by name; `None`: every hypothesis is known.
     pub known: Option<Knows>,
 }
@@ -883,9 +886,6 @@ pub fn guideline_passages(guidelines: &cfeval_guidelines::Guidelines) -> Vec<cfe
         .collect()
 }
 
-/// The first message of every episode.
-const OPENING: &str = "A patient's chart is available through the tools. Begin.";
-
 impl Harness {
     /// The message that follows step `step` (0: the opening): where the
     /// Diagnostician is in its step budget, then what it observed.
@@ -959,7 +959,10 @@ impl Harness {
         let mut episode = Episode::new(self, variant);
         let mut messages = vec![
             Message::system(self.prompt.clone()),
-            Message::user(self.next_message(0, OPENING)),
+            Message::user(self.next_message(
+                0,
+                &crate::prompt::harness_opening(&self.opening, &variant.sections),
+            )),
         ];
         let mut keys = Vec::new();
         let mut all_cached = true;

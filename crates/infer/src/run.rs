@@ -587,6 +587,7 @@ fn load_harness(config: &Config, pack: Option<&cfeval_schema::pack::Pack>) -> Re
         protocol: setup.protocol,
         corpus: Arc::new(cfeval_consult::Corpus::build(passages).map_err(corpus_error)?),
         prompt: config.prompts.harness.clone(),
+        opening: config.prompts.harness_opening.clone(),
         known,
     })
 }

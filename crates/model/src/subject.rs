@@ -146,6 +146,7 @@ impl SubjectSpec {
             limits: self.limits.clone(),
             price: self.price,
             use_max_completion_tokens: provider.use_max_completion_tokens,
+            strict_schema_subset: provider.strict_schema_subset,
         })
     }
 }
@@ -169,6 +170,12 @@ pub struct BackendConfig {
     pub price: Option<Price>,
     /// OpenAI's own API wants `max_completion_tokens`; other servers `max_tokens`.
     pub use_max_completion_tokens: bool,
+    /// OpenAI's own API takes only a subset of JSON Schema in a strict
+    /// `json_schema` response format: what lies outside it (string lengths)
+    /// is sent as words of the description
+    /// ([`crate::backend::strict::subset`]). Other servers get the schema
+    /// as it is.
+    pub strict_schema_subset: bool,
 }
 
 impl BackendConfig {
@@ -192,6 +199,7 @@ impl BackendConfig {
             limits: Limits::default(),
             price: None,
             use_max_completion_tokens: false,
+            strict_schema_subset: false,
         })
     }
 
@@ -279,6 +287,7 @@ struct ProviderInfo {
     api_key_env: String,
     key_required: bool,
     use_max_completion_tokens: bool,
+    strict_schema_subset: bool,
 }
 
 fn provider_info(name: &SubjectName) -> Result<ProviderInfo> {
@@ -289,10 +298,12 @@ fn provider_info(name: &SubjectName) -> Result<ProviderInfo> {
         api_key_env: format!("{prefix}_API_KEY"),
         key_required,
         use_max_completion_tokens: false,
+        strict_schema_subset: false,
     };
     let info = match name.provider.as_str() {
         "openai" => ProviderInfo {
             use_max_completion_tokens: true,
+            strict_schema_subset: true,
             ..openai_like("OPENAI", Some("https://api.openai.com/v1"), true)
         },
         "anthropic" => ProviderInfo {

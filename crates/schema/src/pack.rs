@@ -12,7 +12,10 @@
 //!                     the answer cues
 //!                     (answer.yaml), the chart reading (facts.yaml) and the
 //!                     prompts (prompts/single_shot.md for the subject,
-//!                     prompts/judge_pair.md for the model judges); cases
+//!                     prompts/judge_pair.md for the model judges, and
+//!                     optionally prompts/harness.md and
+//!                     prompts/harness_opening.md for mode `harness`: the
+//!                     Diagnostician's instructions and first message); cases
 //!                     it ships
 //! ```
 //!

@@ -5,6 +5,7 @@ mod anthropic;
 pub mod batch;
 mod http;
 mod openai;
+pub mod strict;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -353,6 +353,13 @@ fn build_body(config: &BackendConfig, request: &ChatRequest) -> Value {
             body.insert("response_format".into(), json!({"type": "json_object"}));
         }
         Some(ResponseFormat::JsonSchema { name, schema, strict }) => {
+            let subset;
+            let schema = if *strict && config.strict_schema_subset {
+                subset = super::strict::subset(schema);
+                &subset
+            } else {
+                schema
+            };
             body.insert(
                 "response_format".into(),
                 json!({
@@ -483,6 +490,46 @@ mod tests {
         .unwrap_or_else(|err| panic!("{err}"));
         config.use_max_completion_tokens = max_completion;
         config
+    }
+
+    #[test]
+    fn openai_gets_the_strict_subset_and_other_servers_the_schema_as_it_is() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"hypothesis": {"type": "string", "maxLength": 80}},
+            "required": ["hypothesis"],
+            "additionalProperties": false
+        });
+        let request = |strict: bool| {
+            ChatRequest::new(vec![Message::user("hi")]).with_params(ChatParams {
+                response_format: Some(ResponseFormat::JsonSchema {
+                    name: "step".into(),
+                    schema: schema.clone(),
+                    strict,
+                }),
+                ..ChatParams::default()
+            })
+        };
+        let sent = |config: &BackendConfig, strict: bool| {
+            build_body(config, &request(strict))["response_format"]["json_schema"]["schema"].clone()
+        };
+        // The subject name decides: `openai/…` is OpenAI's own API.
+        let openai = crate::subject::SubjectSpec::new("openai/gpt-5")
+            .resolve_with(&|name: &str| (name == "OPENAI_API_KEY").then(|| "sk-test".to_string()))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let vllm = BackendConfig::custom("vllm/qwen", Protocol::OpenAiChat, "http://127.0.0.1:1/v1", None)
+            .unwrap_or_else(|err| panic!("{err}"));
+        assert!(openai.strict_schema_subset && !vllm.strict_schema_subset);
+        let to_openai = sent(&openai, true);
+        assert!(super::super::strict::unsupported(&to_openai).is_empty());
+        assert_eq!(
+            to_openai["properties"]["hypothesis"]["description"],
+            "At most 80 characters"
+        );
+        // A grammar-decoding server keeps the bound; a schema that is only
+        // a hint (not strict) goes as it is everywhere.
+        assert_eq!(sent(&vllm, true), schema);
+        assert_eq!(sent(&openai, false), schema);
     }
 
     #[test]
