@@ -130,6 +130,43 @@ struct Writer {
     segment: u32,
     len: u64,
     records: Vec<(CacheKey, u64)>,
+    durable: Arc<Durable>,
+}
+
+/// Group commit of one segment: a record is durable once an fsync that
+/// began after it was written has returned. A writer that needs its record
+/// durable waits for the fsync in progress and starts one only when that
+/// one began before its record was written, so concurrent writers share
+/// fsyncs instead of queueing one each behind the writer lock.
+#[derive(Debug)]
+struct Durable {
+    /// The segment, opened again (an fsync of any handle covers the file).
+    file: File,
+    /// Bytes of the segment written so far.
+    written: AtomicU64,
+    /// Bytes known durable; held while an fsync runs.
+    synced: Mutex<u64>,
+    /// The fsyncs made.
+    fsyncs: AtomicU64,
+}
+
+impl Durable {
+    /// Returns once the segment's first `end` bytes are durable.
+    fn sync_to(&self, end: u64) -> std::io::Result<()> {
+        let mut synced = self
+            .synced
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *synced >= end {
+            return Ok(());
+        }
+        // Everything written before this load is covered by the fsync.
+        let upto = self.written.load(Ordering::Acquire);
+        self.file.sync_data()?;
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        *synced = upto;
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -240,40 +277,47 @@ impl Packed {
         }
     }
 
-    /// Appends a record of `key` with `payload`.
+    /// Appends a record of `key` with `payload`; with `fsync`, returns once
+    /// it is durable (group commit: see [`Durable`]).
     pub fn put(&self, key: &CacheKey, payload: &[u8], fsync: bool) -> std::io::Result<()> {
         let record = segment::encode_record(key, payload);
-        let mut writer = self
-            .writer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if writer.is_none() {
-            *writer = Some(self.new_writer()?);
-        }
-        let Some(active) = writer.as_mut() else {
-            return Err(std::io::Error::other("no cache writer"));
-        };
-        let offset = active.len;
-        let written = active
-            .file
-            .write_all(&record)
-            .and_then(|()| if fsync { active.file.sync_data() } else { Ok(()) });
-        if let Err(err) = written {
-            // Whatever part was written is a damaged record the next
-            // reader skips; write on in a fresh segment.
-            let path = active.path.clone();
-            if let Some(broken) = writer.take() {
-                self.seal(broken);
+        let (durable, end, path) = {
+            let mut writer = self
+                .writer
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if writer.is_none() {
+                *writer = Some(self.new_writer()?);
             }
-            return Err(io_error("append to cache segment", &path, err));
-        }
-        active.len += record.len() as u64;
-        active.records.push((*key, offset));
-        self.write_index().insert(key, active.segment, offset);
-        if active.len >= SEGMENT_BYTES
-            && let Some(full) = writer.take()
-        {
-            self.seal(full);
+            let Some(active) = writer.as_mut() else {
+                return Err(std::io::Error::other("no cache writer"));
+            };
+            let offset = active.len;
+            if let Err(err) = active.file.write_all(&record) {
+                // Whatever part was written is a damaged record the next
+                // reader skips; write on in a fresh segment.
+                let path = active.path.clone();
+                if let Some(broken) = writer.take() {
+                    self.seal(broken);
+                }
+                return Err(io_error("append to cache segment", &path, err));
+            }
+            active.len += record.len() as u64;
+            active.durable.written.store(active.len, Ordering::Release);
+            active.records.push((*key, offset));
+            self.write_index().insert(key, active.segment, offset);
+            let written = (Arc::clone(&active.durable), active.len, active.path.clone());
+            if active.len >= SEGMENT_BYTES
+                && let Some(full) = writer.take()
+            {
+                self.seal(full);
+            }
+            written
+        };
+        if fsync {
+            durable
+                .sync_to(end)
+                .map_err(|err| io_error("fsync cache segment", &path, err))?;
         }
         Ok(())
     }
@@ -291,17 +335,32 @@ impl Packed {
             scanned_to: 0,
         });
         index.by_name.insert(name, segment);
+        let durable = Arc::new(Durable {
+            file: file
+                .try_clone()
+                .map_err(|err| io_error("open cache segment", &path, err))?,
+            written: AtomicU64::new(SEGMENT_MAGIC.len() as u64),
+            synced: Mutex::new(0),
+            fsyncs: AtomicU64::new(0),
+        });
         Ok(Writer {
             file,
             path,
             segment,
             len: SEGMENT_MAGIC.len() as u64,
             records: Vec::new(),
+            durable,
         })
     }
 
-    /// Writes the index of the writer's segment and lets it go.
+    /// Writes the index of the writer's segment and lets it go (its
+    /// records made durable first, when the store fsyncs).
     fn seal(&self, writer: Writer) {
+        if self.fsync.load(Ordering::Relaxed)
+            && let Err(err) = writer.durable.sync_to(writer.len)
+        {
+            tracing::warn!(error = %err, "could not fsync a cache segment before sealing it");
+        }
         if let Err(err) = write_index_file(
             &writer.path,
             writer.len,
@@ -549,6 +608,47 @@ mod tests {
         );
         assert!(Location::new(1 << 20, 0).is_none());
         assert!(Location::new(0, 1 << 44).is_none());
+    }
+
+    #[test]
+    fn concurrent_durable_puts_share_their_fsyncs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Packed::open(dir.path(), true).expect("open");
+        let threads = 16;
+        let each = 25u8;
+        let key = |thread: u8, n: u8| {
+            let mut bytes = [9u8; 32];
+            bytes[0] = thread;
+            bytes[1] = n;
+            CacheKey(bytes)
+        };
+        std::thread::scope(|scope| {
+            for thread in 0..threads {
+                let store = &store;
+                let key = &key;
+                scope.spawn(move || {
+                    for n in 0..each {
+                        store.put(&key(thread, n), &[thread, n], true).expect("put");
+                    }
+                });
+            }
+        });
+        for thread in 0..threads {
+            for n in 0..each {
+                assert_eq!(store.get(&key(thread, n)).as_deref(), Some(&[thread, n][..]));
+            }
+        }
+        let writer = store.writer.lock().expect("writer");
+        let durable = &writer.as_ref().expect("a writer").durable;
+        let puts = u64::from(threads) * u64::from(each);
+        let fsyncs = durable.fsyncs.load(Ordering::Relaxed);
+        // Every put returned durable: nothing written is past what was synced.
+        assert_eq!(
+            *durable.synced.lock().expect("synced"),
+            durable.written.load(Ordering::Relaxed)
+        );
+        assert!(fsyncs >= 1 && fsyncs <= puts, "{fsyncs} fsyncs for {puts} puts");
+        eprintln!("{fsyncs} fsyncs for {puts} durable puts from {threads} threads");
     }
 
     #[test]
