@@ -14,7 +14,17 @@
 //!      diagnosis's confirming phrases (the ontology's);
 //!   4. `abnormal_study`: every confirmatory study (biopsy, imaging,
 //!      culture…: the pack's `studies` words) that reads abnormal;
-//!   5. `abnormal_exam`: every examination finding that reads abnormal.
+//!   5. `abnormal_exam`: every examination finding that reads abnormal;
+//!   6. `marked_result`: every result markedly abnormal against the pack's
+//!      reference range (`ranges.yaml`: at least twice its upper end, at
+//!      most half its lower end) — a mildly abnormal one is not, since a
+//!      clinician cites the value that decides, not every value off range;
+//!   7. `feature`: every sentence of the history, the symptoms or the
+//!      examination that holds one of the diagnosis's clinical features
+//!      (the pack's `features.yaml`: the exposure, drug, time course or
+//!      sign that supports it over its alternatives), as whole words (a
+//!      final `s` allowed) — the sentence, not its whole paragraph, is the
+//!      span, and one already inside an earlier span is not taken again.
 //!
 //!   A finding whose result the chart says it lacks (`Not specified`,
 //!   `pending`: the pack's `unavailable` cues) is never evidence, and never
@@ -80,6 +90,11 @@ pub fn derive(
             "abnormal_study"
         } else if fact.kind == "exam" && fact.value == "abnormal" {
             "abnormal_exam"
+        } else if fact.kind == "test_result"
+            && fact.value == "abnormal"
+            && lexicon.is_marked(&fact.name, &fact.span_text)
+        {
+            "marked_result"
         } else {
             continue;
         };
@@ -95,6 +110,90 @@ pub fn derive(
             ..fact.clone()
         });
     }
+    let features = diagnosis.map_or(&[][..], |diagnosis| diagnosis.features.as_slice());
+    for fact in facts.iter().filter(|fact| {
+        FEATURE_KINDS.contains(&fact.kind.as_str()) && fact.value != "normal" && !features.is_empty()
+    }) {
+        for sentence in sentences(&fact.span_text) {
+            let text = &fact.span_text[sentence.clone()];
+            let lower = text.to_lowercase();
+            if !features.iter().any(|phrase| holds_feature(&lower, phrase)) {
+                continue;
+            }
+            let start = fact.span_start + sentence.start as u64;
+            let end = fact.span_start + sentence.end as u64;
+            if out
+                .iter()
+                .any(|taken| taken.span_start < end && start < taken.span_end)
+            {
+                continue;
+            }
+            out.push(Fact {
+                kind: KIND.into(),
+                name: fact.kind.clone(),
+                value: fact.name.clone(),
+                detail: Some("feature".into()),
+                origin: "reference".into(),
+                span_start: start,
+                span_end: end,
+                span_text: text.to_string(),
+                ..fact.clone()
+            });
+        }
+    }
+    out.sort_by_key(|fact| (fact.span_start, fact.span_end));
+    out
+}
+
+/// The chart fact kinds whose sentences the `feature` rule reads.
+const FEATURE_KINDS: [&str; 3] = ["history", "symptom", "exam"];
+
+/// Whether a lower-case sentence holds a feature phrase as whole words,
+/// its last word perhaps with a final `s` or `es`.
+fn holds_feature(lower: &str, phrase: &str) -> bool {
+    let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+    lower.match_indices(phrase).any(|(at, _)| {
+        let after = &lower[at + phrase.len()..];
+        let rest = after
+            .strip_prefix("es")
+            .filter(|rest| boundary(rest.chars().next()))
+            .or_else(|| {
+                after
+                    .strip_prefix('s')
+                    .filter(|rest| boundary(rest.chars().next()))
+            })
+            .unwrap_or(after);
+        boundary(lower[..at].chars().next_back()) && boundary(rest.chars().next())
+    })
+}
+
+/// The sentences of a text (byte ranges, trimmed): a sentence ends at `.`,
+/// `!` or `?` before white space or the end (not inside `40.5`), at `;`
+/// and at a line break.
+fn sentences(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let push = |from: usize, to: usize, out: &mut Vec<std::ops::Range<usize>>| {
+        let piece = &text[from..to];
+        let lead = piece.len() - piece.trim_start().len();
+        let trimmed = piece.trim();
+        if !trimmed.is_empty() {
+            out.push(from + lead..from + lead + trimmed.len());
+        }
+    };
+    for (at, c) in text.char_indices() {
+        let next = text[at + c.len_utf8()..].chars().next();
+        let ends = match c {
+            '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
+            ';' | '\n' => true,
+            _ => false,
+        };
+        if ends {
+            push(start, at + c.len_utf8(), &mut out);
+            start = at + c.len_utf8();
+        }
+    }
+    push(start, text.len(), &mut out);
     out
 }
 
@@ -215,6 +314,31 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn sentences_end_at_stops_not_inside_numbers() {
+        let text = "Fever of 40.5°C five days ago. Then a rash; it spread!\nNo cough";
+        let pieces: Vec<&str> = sentences(text).into_iter().map(|range| &text[range]).collect();
+        assert_eq!(
+            pieces,
+            [
+                "Fever of 40.5°C five days ago.",
+                "Then a rash;",
+                "it spread!",
+                "No cough"
+            ]
+        );
+        assert!(sentences("  ").is_empty());
+    }
+
+    #[test]
+    fn a_feature_is_whole_words_with_a_plural_allowed() {
+        assert!(holds_feature("he had automatisms and lip smacking", "automatism"));
+        assert!(holds_feature("recent antibiotics for pneumonia", "antibiotic"));
+        assert!(holds_feature("two rashes", "rash"));
+        assert!(!holds_feature("the catheter was changed", "cat"));
+        assert!(!holds_feature("antibiotically", "antibiotic"));
+    }
 
     fn pack() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/packs/general-medicine")
@@ -364,6 +488,113 @@ mod tests {
         let error = curated(source, &sections, "ESR 90").unwrap_err();
         assert!(error.contains("not an exact substring"), "{error}");
         assert!(curated(source, &sections, "  ").is_err());
+    }
+
+    #[test]
+    fn a_markedly_abnormal_result_is_evidence_and_a_mildly_abnormal_one_is_not() {
+        let lexicon = Lexicon::load(&pack()).unwrap();
+        let ontology = Ontology::load(&pack()).unwrap();
+        let facts = [
+            fact(
+                "test_result",
+                "Blood Work - Alkaline Phosphatase",
+                "abnormal",
+                "labs",
+                "460 U/L",
+                0,
+            ),
+            fact(
+                "test_result",
+                "Blood Tests - ESR",
+                "abnormal",
+                "labs",
+                "33 mm/hr",
+                20,
+            ),
+            fact("test_result", "CD4 Count", "abnormal", "labs", "36/mm3", 40),
+        ];
+        let evidence = derive(&lexicon, &ontology, &facts, "Sarcoidosis", &[]);
+        let spans: Vec<(&str, &str)> = evidence
+            .iter()
+            .map(|fact| (fact.span_text.as_str(), fact.detail.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(spans, [("460 U/L", "marked_result"), ("36/mm3", "marked_result")]);
+        // The pack's ranges read a number the chart gives no range for.
+        assert_eq!(
+            lexicon.classify_result("Blood Work - Alkaline Phosphatase", "460 U/L"),
+            "abnormal"
+        );
+        assert_eq!(lexicon.classify_result("Blood Tests - ESR", "10 mm/hr"), "normal");
+        assert_eq!(lexicon.classify_result("Urinalysis - WBC", "3-5/hpf"), "unknown");
+    }
+
+    #[test]
+    fn a_sentence_holding_a_feature_of_the_diagnosis_is_evidence() {
+        let lexicon = Lexicon::load(&pack()).unwrap();
+        let ontology = Ontology::load(&pack())
+            .unwrap()
+            .with_features(
+                "version: 1\nfeatures:\n  clostridioides_difficile_colitis: [recent antibiotic, watery diarrhea]\n",
+                "features.yaml",
+            )
+            .unwrap();
+        let history = "He was treated for pneumonia. He finished a recent antibiotic course last week. \
+                       Now watery diarrheas, 9 a day; no blood.";
+        let facts = [
+            fact("history", "history", "stated", "history", history, 0),
+            fact(
+                "exam",
+                "Abdomen",
+                "normal",
+                "exam",
+                "Soft, no watery diarrhea on the sheet.",
+                200,
+            ),
+            fact(
+                "exam",
+                "Skin",
+                "abnormal",
+                "exam",
+                "Dry mucosa. Recent antibiotic rash.",
+                300,
+            ),
+        ];
+        let evidence = derive(
+            &lexicon,
+            &ontology,
+            &facts,
+            "Clostridioides difficile colitis",
+            &[],
+        );
+        let spans: Vec<(&str, &str, u64)> = evidence
+            .iter()
+            .map(|fact| {
+                (
+                    fact.span_text.as_str(),
+                    fact.detail.as_deref().unwrap_or(""),
+                    fact.span_start,
+                )
+            })
+            .collect();
+        // The sentences, with their own offsets, not the paragraph; a
+        // normal finding never; a sentence inside a span already taken
+        // (the abnormal skin finding) not again.
+        assert_eq!(
+            spans,
+            [
+                ("He finished a recent antibiotic course last week.", "feature", 30),
+                ("Now watery diarrheas, 9 a day;", "feature", 80),
+                ("Dry mucosa. Recent antibiotic rash.", "abnormal_exam", 300),
+            ]
+        );
+        for fact in &evidence {
+            let start = fact.span_start as usize;
+            if start < history.len() {
+                assert_eq!(&history[start..fact.span_end as usize], fact.span_text);
+            }
+        }
+        // A diagnosis without features: the rule takes nothing.
+        assert!(derive(&lexicon, &ontology, &facts[..1], "Sarcoidosis", &[]).is_empty());
     }
 
     #[test]

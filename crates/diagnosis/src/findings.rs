@@ -66,6 +66,8 @@ pub struct Lexicon {
     result_start: Regex,
     /// The `result_openers` words, lower case.
     openers: Vec<String>,
+    /// Reference ranges of numeric results (the pack's `ranges.yaml`).
+    ranges: crate::ranges::Ranges,
     hash: String,
 }
 
@@ -232,18 +234,57 @@ impl Lexicon {
                 .iter()
                 .map(|word| word.to_lowercase())
                 .collect(),
+            ranges: crate::ranges::Ranges::default(),
             hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
         })
     }
 
-    /// Loads `facts.yaml` from a pack folder.
+    /// Loads `facts.yaml` from a pack folder, with `ranges.yaml` when the
+    /// pack has one.
     pub fn load(pack_dir: &Path) -> Result<Self> {
+        let read = |path: &Path| {
+            std::fs::read_to_string(path).map_err(|source| Error::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
         let path = pack_dir.join("facts.yaml");
-        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
-            path: path.clone(),
-            source,
-        })?;
-        Self::parse(&text, &path.display().to_string())
+        let lexicon = Self::parse(&read(&path)?, &path.display().to_string())?;
+        let ranges = pack_dir.join(crate::ranges::FILE);
+        if !ranges.exists() {
+            return Ok(lexicon);
+        }
+        lexicon.with_ranges(&read(&ranges)?, &ranges.display().to_string())
+    }
+
+    /// The lexicon reading numeric results without a range of their own
+    /// against `ranges.yaml` (`origin` names it in errors); the file joins
+    /// the hash.
+    pub fn with_ranges(mut self, text: &str, origin: &str) -> Result<Self> {
+        self.ranges = crate::ranges::Ranges::parse(text, origin)?;
+        self.hash = blake3::Hasher::new()
+            .update(self.hash.as_bytes())
+            .update(text.as_bytes())
+            .finalize()
+            .to_hex()
+            .to_string();
+        Ok(self)
+    }
+
+    /// Whether the result `value` of the test `label` is markedly abnormal
+    /// against the pack's reference range ([`crate::ranges::Ranges::is_marked`]).
+    pub fn is_marked(&self, label: &str, value: &str) -> bool {
+        self.ranges.is_marked(label, value)
+    }
+
+    /// `normal`, `abnormal` or `unknown` for the result `value` of the test
+    /// `label`: its cues and its own range first ([`Lexicon::classify`]),
+    /// then, for a number they leave unread, the pack's reference range.
+    pub fn classify_result(&self, label: &str, value: &str) -> &'static str {
+        match self.classify(value) {
+            "unknown" => self.ranges.classify(label, value).unwrap_or("unknown"),
+            status => status,
+        }
     }
 
     /// Whether a test's label names a confirmatory study (biopsy, culture,
@@ -673,7 +714,11 @@ pub fn read(lexicon: &Lexicon, source: &str, sections: &[Section]) -> Vec<Fact> 
                         ));
                         continue;
                     }
-                    let status = lexicon.classify(value);
+                    let status = if kind == "test_result" {
+                        lexicon.classify_result(&label, value)
+                    } else {
+                        lexicon.classify(value)
+                    };
                     facts.push(fact(
                         kind,
                         &label,

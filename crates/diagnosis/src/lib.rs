@@ -50,6 +50,7 @@ pub mod findings;
 pub mod grade;
 mod layout;
 pub mod ontology;
+pub mod ranges;
 mod text;
 
 pub use error::{Error, Result};

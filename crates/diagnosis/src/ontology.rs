@@ -11,7 +11,7 @@
 //! `myasthenic crisis` is never also `myasthenia`. A synonym written in
 //! capitals (`MG`, `ALL`) only matches capitals, so `60 mg` names nothing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -89,6 +89,10 @@ pub struct Diagnosis {
     /// Its names in other languages (`translations.yaml`), matched as its
     /// synonyms are.
     pub translations: Vec<String>,
+    /// Lowercase phrases of the history, symptoms and examination that
+    /// support it over its usual alternatives (`features.yaml`): what the
+    /// reference-evidence rule looks for in a case's own words.
+    pub features: Vec<String>,
 }
 
 /// One test of `tests.yaml`.
@@ -199,6 +203,9 @@ pub struct Ontology {
     diagnosis_index: PhraseIndex,
     test_index: PhraseIndex,
 }
+
+/// The file of a pack's clinical features per diagnosis.
+pub const FEATURES: &str = "features.yaml";
 
 /// The 1-based line of the first line holding `needle` at or after `from`.
 fn line_of(text: &str, needle: &str, from: usize) -> usize {
@@ -386,6 +393,7 @@ impl Ontology {
                 sex: raw.sex,
                 confirming: raw.confirming,
                 translations: Vec::new(),
+                features: Vec::new(),
             })
             .collect();
         let translations_origin = format!("{origin}/translations.yaml");
@@ -441,17 +449,81 @@ impl Ontology {
             let path = pack_dir.join(name);
             std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })
         };
-        let translations = pack_dir.join("translations.yaml");
-        let translations = translations
-            .exists()
-            .then(|| read("translations.yaml"))
-            .transpose()?;
-        Self::parse_with_translations(
+        let optional = |name: &str| pack_dir.join(name).exists().then(|| read(name)).transpose();
+        let translations = optional("translations.yaml")?;
+        let ontology = Self::parse_with_translations(
             &read("ontology.yaml")?,
             &read("tests.yaml")?,
             translations.as_deref(),
             &pack_dir.display().to_string(),
-        )
+        )?;
+        match optional(FEATURES)? {
+            Some(text) => ontology.with_features(&text, &pack_dir.join(FEATURES).display().to_string()),
+            None => Ok(ontology),
+        }
+    }
+
+    /// Adds the clinical features of `features.yaml` (`origin` names it in
+    /// errors, with the line): every key an entry's id, once; every phrase
+    /// lower case, not empty, at most four words, once in its entry. The
+    /// file joins the ontology's hash.
+    pub fn with_features(mut self, text: &str, origin: &str) -> Result<Self> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawFeatures {
+            version: u32,
+            features: BTreeMap<String, Vec<String>>,
+        }
+        let raw: RawFeatures = parse_yaml(text, origin)?;
+        let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
+        if raw.version != 1 {
+            return Err(invalid(
+                line_of(text, "version", 1),
+                format!("unsupported version {}", raw.version),
+            ));
+        }
+        // A key's line: the first line that opens with it.
+        let line_of_key = |id: &str| {
+            text.lines()
+                .position(|line| {
+                    line.trim_start()
+                        .strip_prefix(id)
+                        .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                })
+                .map_or(0, |index| index + 1)
+        };
+        for (id, phrases) in raw.features {
+            let line = line_of_key(&id);
+            let Some(&index) = self.by_id.get(&id) else {
+                return Err(invalid(line, format!("unknown diagnosis id `{id}`")));
+            };
+            let mut seen = BTreeSet::new();
+            for phrase in phrases {
+                let words = phrase.split_whitespace().count();
+                let problem = if words == 0 {
+                    Some("an empty phrase".to_string())
+                } else if words > 4 {
+                    Some(format!("`{phrase}` has more than four words"))
+                } else if phrase.to_lowercase() != phrase {
+                    Some(format!("`{phrase}` is not lower case"))
+                } else if !seen.insert(phrase.clone()) {
+                    Some(format!("`{phrase}` is there twice"))
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    return Err(invalid(line, format!("`{id}`: {problem}")));
+                }
+                self.diagnoses[index].features.push(phrase);
+            }
+        }
+        self.hash = blake3::Hasher::new()
+            .update(self.hash.as_bytes())
+            .update(text.as_bytes())
+            .finalize()
+            .to_hex()
+            .to_string();
+        Ok(self)
     }
 
     /// (Re)builds the phrase indexes; the first clash as (id, phrase).
@@ -702,6 +774,47 @@ tests:
             Ok(_) => String::from("no error"),
             Err(error) => error.to_string(),
         }
+    }
+
+    #[test]
+    fn features_join_their_entry_and_are_checked_with_their_line() {
+        let with = |features: &str| {
+            super::tests::ontology()
+                .with_features(features, "pack/features.yaml")
+                .map_err(|error| error.to_string())
+        };
+        let ontology = with("version: 1\nfeatures:\n  myasthenia_gravis: [ptosis, worse by evening]\n")
+            .unwrap_or_else(|error| panic!("{error}"));
+        let entry = ontology
+            .resolve("myasthenia gravis")
+            .map(|found| found.features.clone());
+        assert_eq!(
+            entry,
+            Some(vec!["ptosis".to_string(), "worse by evening".to_string()])
+        );
+        assert_ne!(
+            ontology.hash(),
+            super::tests::ontology().hash(),
+            "the features join the hash"
+        );
+        let error = |features: &str| with(features).err().unwrap_or_else(|| "no error".into());
+        assert_eq!(
+            error("version: 1\nfeatures:\n  myasthenia_gravis: [ptosis]\n  nope: [x]\n"),
+            "pack/features.yaml:4: unknown diagnosis id `nope`"
+        );
+        assert_eq!(
+            error("version: 1\nfeatures:\n  myasthenia_gravis: [Ptosis]\n"),
+            "pack/features.yaml:3: `myasthenia_gravis`: `Ptosis` is not lower case"
+        );
+        assert_eq!(
+            error("version: 1\nfeatures:\n  myasthenia_gravis: [ptosis, ptosis]\n"),
+            "pack/features.yaml:3: `myasthenia_gravis`: `ptosis` is there twice"
+        );
+        assert_eq!(
+            error("version: 1\nfeatures:\n  myasthenia_gravis: [weak when chewing a big meal]\n"),
+            "pack/features.yaml:3: `myasthenia_gravis`: `weak when chewing a big meal` has more than four words"
+        );
+        assert!(error("version: 2\nfeatures: {}\n").starts_with("pack/features.yaml:1: unsupported version"));
     }
 
     #[test]
