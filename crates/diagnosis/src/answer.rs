@@ -94,12 +94,7 @@ impl Reader {
     pub fn new(mut ontology: Ontology, cues_yaml: &str, origin: &str) -> Result<Self> {
         let cues = Cues::parse(cues_yaml, origin)?;
         ontology.set_lexicon(cues.lexicon.clone());
-        let hash = blake3::Hasher::new()
-            .update(ontology.hash().as_bytes())
-            .update(cues_yaml.as_bytes())
-            .finalize()
-            .to_hex()
-            .to_string();
+        let hash = crate::chained_hash(ontology.hash(), cues_yaml);
         Ok(Self { ontology, cues, hash })
     }
 

@@ -262,12 +262,7 @@ impl Lexicon {
     /// the hash.
     pub fn with_ranges(mut self, text: &str, origin: &str) -> Result<Self> {
         self.ranges = crate::ranges::Ranges::parse(text, origin)?;
-        self.hash = blake3::Hasher::new()
-            .update(self.hash.as_bytes())
-            .update(text.as_bytes())
-            .finalize()
-            .to_hex()
-            .to_string();
+        self.hash = crate::chained_hash(&self.hash, text);
         Ok(self)
     }
 

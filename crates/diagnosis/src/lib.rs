@@ -54,3 +54,14 @@ pub mod ranges;
 mod text;
 
 pub use error::{Error, Result};
+
+/// BLAKE3 hex of a hash followed by a file's text: how a reader's hash
+/// takes in each further file it is built from.
+pub(crate) fn chained_hash(hash: &str, text: &str) -> String {
+    blake3::Hasher::new()
+        .update(hash.as_bytes())
+        .update(text.as_bytes())
+        .finalize()
+        .to_hex()
+        .to_string()
+}

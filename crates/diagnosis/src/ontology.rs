@@ -208,7 +208,7 @@ pub struct Ontology {
 pub const FEATURES: &str = "features.yaml";
 
 /// The 1-based line of the first line holding `needle` at or after `from`.
-fn line_of(text: &str, needle: &str, from: usize) -> usize {
+pub(crate) fn line_of(text: &str, needle: &str, from: usize) -> usize {
     text.lines()
         .enumerate()
         .skip(from.saturating_sub(1))
@@ -273,7 +273,7 @@ fn translate(
     Ok(())
 }
 
-fn parse_yaml<T: for<'de> Deserialize<'de>>(text: &str, origin: &str) -> Result<T> {
+pub(crate) fn parse_yaml<T: for<'de> Deserialize<'de>>(text: &str, origin: &str) -> Result<T> {
     serde_norway::from_str(text).map_err(|error| {
         let line = error.location().map_or(0, |location| location.line());
         Error::Invalid(format!("{origin}:{line}: {error}"))
@@ -517,12 +517,7 @@ impl Ontology {
                 self.diagnoses[index].features.push(phrase);
             }
         }
-        self.hash = blake3::Hasher::new()
-            .update(self.hash.as_bytes())
-            .update(text.as_bytes())
-            .finalize()
-            .to_hex()
-            .to_string();
+        self.hash = crate::chained_hash(&self.hash, text);
         Ok(self)
     }
 

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::ontology::{line_of, parse_yaml};
 
 /// The file of a pack's reference ranges.
 pub const FILE: &str = "ranges.yaml";
@@ -58,25 +59,13 @@ struct RawUnits {
     range: (f64, f64),
 }
 
-/// The 1-based line of the first line at or after `from` holding `needle`.
-fn line_of(text: &str, needle: &str, from: usize) -> usize {
-    text.lines()
-        .enumerate()
-        .skip(from.saturating_sub(1))
-        .find(|(_, line)| line.contains(needle))
-        .map_or(from.max(1), |(index, _)| index + 1)
-}
-
 impl Ranges {
     /// Parses `ranges.yaml`; `origin` names it in errors, with the line:
     /// ids and labels once each across the file, labels and units lower
     /// case (units without spaces), every range's low end below its high
     /// end, every entry with a label and a unit.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        let raw: RawRanges = serde_norway::from_str(text).map_err(|error| {
-            let line = error.location().map_or(0, |location| location.line());
-            Error::Invalid(format!("{origin}:{line}: {error}"))
-        })?;
+        let raw: RawRanges = parse_yaml(text, origin)?;
         let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
         if raw.version != 1 {
             return Err(invalid(

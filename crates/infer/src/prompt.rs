@@ -52,19 +52,16 @@ pub fn harness_opening(template: &str, sections: &[Section]) -> String {
     let mut lines = Vec::new();
     'line: for line in template.trim_end().lines() {
         let mut out = String::new();
-        let mut rest = line;
-        while let Some(at) = rest.find("{section:") {
-            let after = &rest[at + "{section:".len()..];
-            let Some(end) = after.find('}') else { break };
-            let name = after[..end].trim();
+        let mut from = 0;
+        for (place, name) in placeholders(line) {
             let Some(section) = sections.iter().find(|section| section.name == name) else {
                 continue 'line;
             };
-            out.push_str(&rest[..at]);
+            out.push_str(&line[from..place.start]);
             out.push_str(&tool_result(section.text.trim()));
-            rest = &after[end + 1..];
+            from = place.end;
         }
-        out.push_str(rest);
+        out.push_str(&line[from..]);
         lines.push(out);
     }
     lines.join("\n")
@@ -73,15 +70,29 @@ pub fn harness_opening(template: &str, sections: &[Section]) -> String {
 /// The section names a harness opening template uses (a placeholder is
 /// one line's), for the pack check.
 pub fn harness_opening_sections(template: &str) -> Vec<String> {
+    template
+        .lines()
+        .flat_map(placeholders)
+        .map(|(_, name)| name.to_string())
+        .collect()
+}
+
+/// The closed `{section:NAME}` placeholders of one line, in order: where
+/// each stands and the name it holds (trimmed). An unclosed one ends the
+/// line's placeholders.
+fn placeholders(line: &str) -> Vec<(std::ops::Range<usize>, &str)> {
+    const OPEN: &str = "{section:";
     let mut out = Vec::new();
-    for line in template.lines() {
-        let mut rest = line;
-        while let Some(at) = rest.find("{section:") {
-            let after = &rest[at + "{section:".len()..];
-            let Some(end) = after.find('}') else { break };
-            out.push(after[..end].trim().to_string());
-            rest = &after[end + 1..];
-        }
+    let mut from = 0;
+    while let Some(at) = line[from..].find(OPEN) {
+        let start = from + at;
+        let name_start = start + OPEN.len();
+        let Some(length) = line[name_start..].find('}') else {
+            break;
+        };
+        let end = name_start + length + 1;
+        out.push((start..end, line[name_start..end - 1].trim()));
+        from = end;
     }
     out
 }
