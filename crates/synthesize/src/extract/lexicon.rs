@@ -235,6 +235,9 @@ pub struct MetastaticWords {
     pub phrases: Words,
     pub negative_phrases: Words,
     pub recurrence: Words,
+    /// After a recurrence word, these make it no event (`relapse-free`,
+    /// `Recurrence Score`).
+    pub recurrence_qualifiers: Words,
     /// Per cancer type, spread that is regional there, not distant
     /// (peritoneal disease in ovarian cancer is FIGO III).
     pub not_distant_for: HashMap<String, Words>,
@@ -384,6 +387,8 @@ struct RawMetastatic {
     phrases: Vec<RawPhrase>,
     negative_phrases: Vec<RawPhrase>,
     recurrence: Vec<RawPhrase>,
+    #[serde(default)]
+    recurrence_qualifiers: Vec<RawPhrase>,
     #[serde(default)]
     not_distant_for: BTreeMap<String, Vec<RawPhrase>>,
 }
@@ -631,6 +636,7 @@ impl Lexicon {
                 phrases: words(raw.metastatic.phrases),
                 negative_phrases: words(raw.metastatic.negative_phrases),
                 recurrence: words(raw.metastatic.recurrence),
+                recurrence_qualifiers: words(raw.metastatic.recurrence_qualifiers),
                 not_distant_for: raw
                     .metastatic
                     .not_distant_for

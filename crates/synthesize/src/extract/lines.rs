@@ -479,9 +479,23 @@ fn listed(tokens: &Tokens<'_>, end: usize, next: usize) -> bool {
     (end..next).all(|index| matches!(tokens.lower(index), "and" | "," | "or" | "&"))
 }
 
-/// Whether an outcome word may travel to a line named in another clause.
+/// Whether an outcome word may travel to a line named in another clause:
+/// one of `not_carried` (`smaller`, `improved`) only when an assessment
+/// reports it (`CT 01/2025: lung nodules smaller`).
 fn carried(lexicon: &Lexicon, tokens: &Tokens<'_>, cue: &Cue) -> bool {
-    cue.value != Outcome::Ongoing && !lexicon.lines.not_carried.starts(tokens, cue.index)
+    cue.value != Outcome::Ongoing
+        && (!lexicon.lines.not_carried.starts(tokens, cue.index)
+            || reported_by_assessment(lexicon, tokens, cue.index))
+}
+
+/// Whether an assessment word (`CT`, `restaging`) stands within eight
+/// words before `index` in its clause.
+fn reported_by_assessment(lexicon: &Lexicon, tokens: &Tokens<'_>, index: usize) -> bool {
+    let mut from = index;
+    while from > 0 && index - from < 8 && !tokens.clause_break_before(from) {
+        from -= 1;
+    }
+    lexicon.lines.assessments.find(tokens, from, index).is_some()
 }
 
 /// A metastasis word, not negated, with a word that says it appeared
@@ -836,6 +850,15 @@ mod tests {
                 "- 1L gemcitabine + cisplatin from 05/2022\n- CT 09/2022: PD (new liver lesions)\n- 2L FOLFOX started 10/2022"
             ),
             pairs(&[("gemcitabine + cisplatin", "progression"), ("FOLFOX", "ongoing")])
+        );
+        // A word that stays in its clause travels when a scan reports it.
+        assert_eq!(
+            outcomes("Pembrolizumab since 10/2024; CT 01/2025: lung nodules smaller, mass unchanged."),
+            pairs(&[("Pembrolizumab", "response")])
+        );
+        assert_eq!(
+            outcomes("Pembrolizumab since 10/2024; renal function improved."),
+            pairs(&[("Pembrolizumab", "ongoing")])
         );
         // `after progression on` names a past line; the current one takes
         // the later verdict.

@@ -326,6 +326,16 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
         .is_some_and(|colon| words.regional.find(tokens, start, colon).is_some());
     let mut index = start;
     while index < end {
+        if let Some(site) = site_after_recurrence(words, tokens, (index, end))
+            && negation_before(index).is_none()
+            && !uncertain(index)
+        {
+            notes.spreads.push(Spread {
+                value: true,
+                first: index,
+                last: site,
+            });
+        }
         if let Some(length) = words.negative_phrases.len_at(tokens, index) {
             notes.spreads.push(Spread {
                 value: false,
@@ -416,6 +426,34 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
         }
         index += 1;
     }
+}
+
+/// The distant site a recurrence word at `at` names after it, within ten
+/// words (right after `new`) and before `end`, with no negation and no
+/// other recurrence word between: `relapse: liver x4 + lung`. A site
+/// followed by a regional word (`lung nodes`) is passed over; a qualifier
+/// right after the word (`relapse-free`, `Recurrence Score`) makes it none.
+fn site_after_recurrence(
+    words: &super::lexicon::MetastaticWords,
+    tokens: &Tokens<'_>,
+    (at, end): (usize, usize),
+) -> Option<usize> {
+    let length = words.recurrence.len_at(tokens, at)?;
+    let after = at + length;
+    let qualifier = if tokens.lower(after) == "-" {
+        after + 1
+    } else {
+        after
+    };
+    if words.recurrence_qualifiers.starts(tokens, qualifier) {
+        return None;
+    }
+    let reach = if tokens.lower(at) == "new" { 2 } else { 10 };
+    (after..(after + reach).min(end))
+        .take_while(|&index| {
+            !words.negations.starts(tokens, index) && !words.recurrence.starts(tokens, index)
+        })
+        .find(|&index| words.sites.starts(tokens, index) && !words.regional.starts(tokens, index + 1))
 }
 
 /// A stage group the tables give a TNM: the main group when every group
@@ -881,10 +919,15 @@ mod tests {
             "new lytic bone lesions on the scan",
             "peritoneal carcinomatosis at laparoscopy",
         ] {
-            let facts = stage(text, Some("gastric"));
-            assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"), "{text}");
-            assert_eq!(value(&facts, "group").as_deref(), Some("IV"), "{text}");
+            assert_metastatic_iv(text, "gastric");
         }
+    }
+
+    /// `text`, of a `cancer`, is metastatic and stage IV.
+    fn assert_metastatic_iv(text: &str, cancer: &str) {
+        let facts = stage(text, Some(cancer));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"), "{text}");
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"), "{text}");
     }
 
     #[test]
@@ -895,6 +938,32 @@ mod tests {
         );
         assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
         assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
+    }
+
+    #[test]
+    fn a_site_named_after_a_recurrence_word_is_distant_spread() {
+        for text in [
+            "pT2a N1a 2022, adjuvant nivolumab. 6/23 relapse: liver x4 + lung, LDH 2x ULN.",
+            "Cystectomy 2022 (pT3a pN1). Recurrence 2024 in retroperitoneal nodes and lung.",
+            "Excised 2022 (pT2a N1a). 11/2024: new lung, liver and subcutaneous nodules.",
+            "pT1c pN1a M0 2017. 3/22 relapse on AI (yr 5): bone-only (spine/pelvis).",
+        ] {
+            assert_metastatic_iv(text, "melanoma");
+        }
+        for text in [
+            // Not an event, negated, nodal only, or the primary's own organ.
+            "pT2 N1 M0, stage IIIA. Relapse-free survival in the lung cohort was longer.",
+            "Stage IIIA. Oncotype Recurrence Score 18; bone density normal.",
+            "Stage IIIA. No recurrence; liver and lung clear.",
+            "Stage IIIA. Recurrence in the axillary nodes only.",
+            "Stage IIIA. New diagnosis of lung adenocarcinoma, staged.",
+            "Stage IIIA. Suspected recurrence in the liver, for biopsy.",
+        ] {
+            let facts = stage(text, Some("breast"));
+            assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"), "{text}");
+        }
+        let facts = stage("Stage IIIA. 2024: progression in the right lung.", Some("nsclc"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
     }
 
     #[test]

@@ -223,7 +223,7 @@ fn both_keeps_the_rules_value_and_records_the_disagreement() {
     assert!(error.to_string().contains("needs a model"), "{error}");
 }
 
-/// Over every hand-written gold note (both sets): every quote the note
+/// Over every hand-written development note (`notes`, `notes-dev2`): every quote the note
 /// really contains verifies — as written, and re-cased and re-spaced as a
 /// model might copy it — and lands on the same text; a quote the note does
 /// not contain (a fact's passage with words added, or a result made up)
@@ -233,7 +233,7 @@ fn quotes_verify_on_real_notes_and_invented_ones_never_do() {
     let vocabulary = cfeval_synthesize::extract::llm::Vocabulary::builtin();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/gold");
     let (mut real, mut invented, mut notes) = (0usize, 0usize, 0usize);
-    for set in ["notes", "notes-heldout"] {
+    for set in ["notes", "notes-dev2"] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join(set))
             .unwrap()
             .map(|entry| entry.unwrap().path())

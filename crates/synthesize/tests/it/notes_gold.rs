@@ -87,6 +87,9 @@ fn vocabulary_cancer_type(value: &str) -> &str {
         "rcc" => "renal",
         "glioblastoma" => "glioma",
         "gej" => "gastric|esophageal",
+        // A gastrointestinal stromal tumour is a soft-tissue sarcoma (WHO);
+        // the vocabulary has no type of its own for it.
+        "gist" => "sarcoma",
         other => other,
     }
 }
@@ -283,35 +286,34 @@ const PRECISION_FLOOR: f64 = 0.94;
 /// A second set of 96 notes in 8 other styles (ED handover, MDT referral
 /// forms, GP letters, progress notes, second opinions, telegraphic
 /// shorthand, trial screening, translated notes), written by another hand
-/// after the extractor work above and never read to write a rule: how the
-/// extractor does on writing it was not tuned on. Only the figures are
-/// printed (no per-note misses, so that nobody tunes to it); the floors hold
-/// what was measured when it was added.
+/// after the extractor work above. It was held out for four rounds (0.798
+/// / 0.613 when added, then 0.800 / 0.667, 0.816 / 0.732, 0.819 / 0.735)
+/// and has been read as a development set since the fifth, when a new
+/// held-out set took its place (`notes-heldout2`, below): every miss is
+/// printed under `CFEVAL_NOTES_REPORT=1`.
 #[test]
-fn notes_held_out_precision_and_recall() {
-    let (overall, styles) = score_set("notes-heldout", false);
+fn notes_second_development_set_precision_and_recall() {
+    let (overall, styles) = score_set("notes-dev2", std::env::var_os("CFEVAL_NOTES_REPORT").is_some());
     assert!(styles >= 8, "{styles} styles");
     assert!(
-        overall.recall() >= HELD_OUT_RECALL_FLOOR,
+        overall.recall() >= DEV2_RECALL_FLOOR,
         "recall {:.3}",
         overall.recall()
     );
     assert!(
-        overall.precision() >= HELD_OUT_PRECISION_FLOOR,
+        overall.precision() >= DEV2_PRECISION_FLOOR,
         "precision {:.3}",
         overall.precision()
     );
 }
 
-/// Just under the last measurement: precision 0.819, recall 0.735 (prior
-/// lines 0.509 / 0.467). Before: 0.816 / 0.732 (stage group 0.887 / 0.798,
-/// metastatic 0.909 / 0.860, surgery 0.707 / 0.646, prior lines 0.491 /
-/// 0.450), 0.800 / 0.667. When the set was added:
-/// 0.798 / 0.613 (cancer type 0.964 / 0.833, stage group 0.879 / 0.652,
-/// metastatic 0.877 / 0.763, surgery 0.681 / 0.573, prior lines 0.271 /
-/// 0.133).
-const HELD_OUT_RECALL_FLOOR: f64 = 0.73;
-const HELD_OUT_PRECISION_FLOOR: f64 = 0.81;
+/// Just under the fifth round's measurement: precision 0.845, recall 0.772
+/// (cancer type 1.000 / 0.948, metastatic 0.977 / 0.925, stage group 0.940
+/// / 0.876, surgery 0.707 / 0.646, prior lines 0.518 / 0.475). Surgery and
+/// prior lines are capped by label conventions that differ from the
+/// vocabulary's (BENCHMARKS.md, "Fifth round").
+const DEV2_RECALL_FLOOR: f64 = 0.76;
+const DEV2_PRECISION_FLOOR: f64 = 0.83;
 
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
@@ -319,7 +321,7 @@ const HELD_OUT_PRECISION_FLOOR: f64 = 0.81;
 #[test]
 fn every_cut_of_every_note_is_read_without_a_panic() {
     let mut cuts = 0;
-    for note in notes("notes").into_iter().chain(notes("notes-heldout")) {
+    for note in notes("notes").into_iter().chain(notes("notes-dev2")) {
         let ends: Vec<usize> = note
             .text
             .char_indices()
