@@ -120,6 +120,14 @@ impl Reader {
 
     /// Reads one answer.
     pub fn read(&self, answer: &str) -> Reading {
+        let answered;
+        let answer = match without_reasoning(answer, &self.cues.reasoning_tags) {
+            Some(rest) => {
+                answered = rest;
+                answered.as_str()
+            }
+            None => answer,
+        };
         let layout = Layout::new(answer, &self.cues, self.ontology.lexicon());
         let found = self.ontology.find(&layout.tokens);
         let offered: Vec<Found> = found
@@ -141,6 +149,21 @@ impl Reader {
                 .any(|hit| hit.kind == Kind::Declines && !layout.is_negated(hit));
         if leading.is_none() {
             (leading, source) = self.by_sentence(&layout, &offered, declines);
+            // A cue's phrase the ontology does not know (`Most likely
+            // post-chlamydial.`) qualifies the diagnosis the answer opens
+            // with (`Reiter syndrome — …`); it does not replace it.
+            let free_lead = leading
+                .as_ref()
+                .filter(|lead| lead.id.is_none())
+                .map(|lead| lead.start);
+            if let Some(free_start) = free_lead
+                && !declines
+                && let Some(opening) = self
+                    .opening_phrase(&layout, &offered)
+                    .filter(|opening| opening.id.is_some() && opening.start < free_start)
+            {
+                (leading, source) = (Some(opening), "first_listed");
+            }
         }
         // A refusal commits only to what a leading cue still names; the
         // possibilities it lists are offered, none of them leads.
@@ -488,6 +511,41 @@ impl Reader {
     }
 }
 
+/// `answer` with its reasoning traces (`<think>…</think>`, for each of
+/// `tags`, any case) blanked out byte for byte, so offsets stay those of
+/// the answer — when the answer goes on after its last trace. `None` when
+/// there is no closed trace, or nothing but the trace.
+fn without_reasoning(answer: &str, tags: &[String]) -> Option<String> {
+    let lower = answer.to_ascii_lowercase();
+    let mut blocks = Vec::new();
+    for tag in tags {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(&open) {
+            let start = from + at;
+            let Some(length) = lower[start..].find(&close) else {
+                break;
+            };
+            let end = start + length + close.len();
+            blocks.push(start..end);
+            from = end;
+        }
+    }
+    let last = blocks.iter().map(|block| block.end).max()?;
+    if !answer[last..].chars().any(char::is_alphanumeric) {
+        return None;
+    }
+    let mut out = answer.as_bytes().to_vec();
+    for block in blocks {
+        for byte in &mut out[block] {
+            *byte = b' ';
+        }
+    }
+    // Whole characters were blanked (a block starts and ends at ASCII `<`
+    // and `>`), so the bytes are still UTF-8.
+    String::from_utf8(out).ok()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -509,6 +567,83 @@ pub(crate) mod tests {
             lead.map(|mention| mention.text),
             reading.source,
         )
+    }
+
+    /// Every one of `answers` leads with the diagnosis `id`.
+    pub(crate) fn assert_all_lead(answers: &[&str], id: &str) {
+        for answer in answers {
+            assert_eq!(leading(answer).0.as_deref(), Some(id), "{answer}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_phrase_after_a_cue_does_not_replace_the_opening_diagnosis() {
+        let (id, _, source) = leading(
+            "Myasthenia gravis — fatigable ptosis and diplopia. Most likely seropositive generalised.",
+        );
+        assert_eq!(
+            (id.as_deref(), source),
+            (Some("myasthenia_gravis"), "first_listed")
+        );
+        // An answer that opens with findings keeps the cue's phrase.
+        let (id, text, _) = leading("Fatigable ptosis and diplopia. Most likely Isaacs syndrome.");
+        assert_eq!(id, None);
+        assert!(text.is_some_and(|text| text.contains("Isaacs")));
+        // A known diagnosis a cue names still leads over the opening one.
+        let (id, _, _) = leading("Botulism was my first thought. Most likely myasthenia gravis.");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+    }
+
+    #[test]
+    fn round_five_cues_read_as_their_kind() {
+        // A bare `Final:` label outranks an earlier leading sentence.
+        let answer = "At first glance this looks like botulism.\n\nOn reflection, the fatigability argues otherwise.\n\nFinal: myasthenia gravis.";
+        assert_eq!(leading(answer).0.as_deref(), Some("myasthenia_gravis"));
+        // `label it as`, `sounds like`, `fits best with` lead.
+        assert_all_lead(
+            &[
+                "I would label it as myasthenia gravis and leave the subtype to the clinic.",
+                "What you describe sounds like myasthenia gravis.",
+                "Your symptoms fit best with a condition called myasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
+        // Hedged refusals decline.
+        for answer in [
+            "I'm torn. Myasthenia gravis fits, but botulism is also possible.",
+            "I can't be sure from this. It could be botulism or LEMS.",
+            "That could be a lot of things honestly.",
+            "Not enough to name a diagnosis yet.",
+        ] {
+            assert!(reader().read(answer).declines, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_reasoning_trace_before_the_answer_is_not_read() {
+        // The trace weighs botulism first and rules MG out on the way; the
+        // answer after it commits to MG.
+        let answer = "<think>\nDescending weakness: botulism? No, pupils spared, so not botulism... \
+                      fatigable ptosis, myasthenia gravis unlikely at first.\n</think>\n\n**Myasthenia gravis.** \
+                      Differential: LEMS.";
+        let (id, _, _) = leading(answer);
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+        let reading = reader().read(answer);
+        assert!(reading.ruled_out.is_empty(), "{:?}", reading.ruled_out);
+        // Case and the other tags; offsets stay the answer's.
+        let blanked = without_reasoning("<THINKING>MG</THINKING> Botulism", &["thinking".to_string()]);
+        assert_eq!(blanked.as_deref(), Some("                        Botulism"));
+        // A trace with nothing after it is all there is: read as written.
+        assert_eq!(
+            without_reasoning("<think>Botulism.</think>\n", &["think".to_string()]),
+            None
+        );
+        assert_eq!(leading("<think>Botulism.</think>").0.as_deref(), Some("botulism"));
+        // An unclosed trace is not one.
+        assert_eq!(
+            without_reasoning("<think>Botulism. MG", &["think".to_string()]),
+            None
+        );
     }
 
     pub(crate) fn ids(mentions: &[Mention]) -> Vec<String> {
@@ -977,16 +1112,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_lower_case_note_names_its_diagnosis_in_a_sentence_of_its_own() {
-        for answer in [
-            "48f, ptosis and diplopia, worse by evening. likely myasthenia gravis. start pyridostigmine",
-            "58m, ptosis, diplopia x2wk. myasthenia gravis. achr abs, ct chest",
-        ] {
-            assert_eq!(
-                leading(answer).0.as_deref(),
-                Some("myasthenia_gravis"),
-                "{answer}"
-            );
-        }
+        assert_all_lead(
+            &[
+                "48f, ptosis and diplopia, worse by evening. likely myasthenia gravis. start pyridostigmine",
+                "58m, ptosis, diplopia x2wk. myasthenia gravis. achr abs, ct chest",
+            ],
+            "myasthenia_gravis",
+        );
     }
 
     #[test]

@@ -57,6 +57,10 @@ struct RawCues {
     /// Optional: phrases that rank a list (`in order of likelihood`).
     #[serde(default)]
     rankings: Vec<String>,
+    /// Optional: the tags of a reasoning trace (`think`: `<think>…</think>`).
+    #[serde(default)]
+    reasoning_tags: Vec<String>,
+
     spellings: BTreeMap<String, String>,
 }
 
@@ -128,6 +132,9 @@ pub(crate) struct Cues {
     /// Phrases that rank an inline list, so its first item leads
     /// (`Differential (in order): X, Y`).
     pub rankings: Vec<String>,
+    /// The tags of a reasoning trace, lower case (`think`).
+    pub reasoning_tags: Vec<String>,
+
     pub lexicon: Lexicon,
 }
 
@@ -248,6 +255,11 @@ impl Cues {
             vague_heads,
             to_exclude: raw.to_exclude.iter().map(|cue| cue.trim().to_string()).collect(),
             rankings: raw.rankings.iter().map(|cue| cue.trim().to_lowercase()).collect(),
+            reasoning_tags: raw
+                .reasoning_tags
+                .iter()
+                .map(|tag| tag.trim().to_lowercase())
+                .collect(),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,

@@ -137,6 +137,7 @@ impl<'a> Reference<'a> {
         {
             names.push(&entry.name);
             names.extend(entry.synonyms.iter().map(String::as_str));
+            names.extend(entry.translations.iter().map(String::as_str));
         }
         // Qualifiers (`acute`, `left`) do not make another disease.
         let forms = names
@@ -199,10 +200,22 @@ impl<'a> Reference<'a> {
         let lexicon = reader.ontology().lexicon();
         phrases.iter().any(|phrase| {
             let present: HashSet<String> = content_words(phrase, lexicon).into_iter().collect();
+            // A word of the form is there as written, or misspelt: one
+            // letter off or two swapped, in a word of six letters or more
+            // that names no diagnosis itself (so `arthritis` is never a
+            // misspelt `arteritis`).
+            let misspelt = |wanted: &str| {
+                wanted.chars().count() >= 6
+                    && present.iter().any(|word| {
+                        word.chars().count() >= 6
+                            && !reader.ontology().knows_word(word)
+                            && crate::text::one_edit_apart(word, wanted)
+                    })
+            };
             let holds_form = self
                 .forms
                 .iter()
-                .any(|form| form.iter().all(|word| present.contains(word)));
+                .any(|form| form.iter().all(|word| present.contains(word) || misspelt(word)));
             let abbreviated = capital_words(phrase, lexicon)
                 .iter()
                 .any(|word| self.abbreviations.contains(word));
@@ -245,10 +258,33 @@ impl<'a> Reference<'a> {
 
     /// Whether the reading rules the reference out.
     pub(crate) fn is_ruled_out(&self, reader: &Reader, reading: &Reading) -> bool {
-        reading
-            .ruled_out
-            .iter()
-            .any(|mention| self.is_exact(reader, mention))
+        reading.ruled_out.iter().any(|mention| {
+            self.is_exact(reader, mention) || self.is_short_form_after(reader, reading, mention)
+        })
+    }
+
+    /// Whether a ruled-out mention refers back to the reference by a short
+    /// form of its name (`… pes anserine bursitis. … I don't think bursitis
+    /// fits`, `serum sickness-like reaction … I'll discard the serum
+    /// sickness idea`): its words are all words of the reference's name,
+    /// and the answer named the reference itself before it.
+    fn is_short_form_after(&self, reader: &Reader, reading: &Reading, mention: &Mention) -> bool {
+        let lexicon = reader.ontology().lexicon();
+        let own: Vec<String> = content_words(&mention.text, lexicon)
+            .into_iter()
+            .filter(|word| !lexicon.is_qualifier(word))
+            .collect();
+        let short_form = !own.is_empty()
+            && self
+                .forms
+                .iter()
+                .any(|form| own.len() < form.len() && own.iter().all(|word| form.contains(word)));
+        short_form
+            && reading
+                .leading
+                .iter()
+                .chain(&reading.differential)
+                .any(|named| named.start < mention.start && self.is_exact(reader, named))
     }
 }
 
@@ -315,6 +351,55 @@ mod tests {
         assert_eq!(Grade::Related.as_str(), "related");
         assert_eq!(Grade::Exact.score(), 1.0);
         assert_eq!(Grade::None.score(), 0.0);
+    }
+
+    #[test]
+    fn a_short_form_ruled_out_after_the_full_name_rules_the_reference_out() {
+        let answer = "At first ocular myasthenia came to mind. But the weakness is generalised, so I don't think myasthenia fits. Final answer: LEMS.";
+        assert_eq!(graded(answer, "Ocular myasthenia"), Grade::Wrong);
+        // Without the full name before it, a short form rules nothing out.
+        let alone = "I don't think myasthenia fits. Final answer: LEMS. Differential: ocular myasthenia.";
+        assert_eq!(graded(alone, "Ocular myasthenia"), Grade::Related);
+    }
+
+    #[test]
+    fn a_misspelt_or_inflected_name_is_the_reference() {
+        use crate::ontology::tests::{ONTOLOGY, TESTS};
+        let ontology = crate::ontology::Ontology::parse_with_translations(
+            ONTOLOGY,
+            TESTS,
+            Some("version: 1\nlanguages: [de]\ndiagnoses:\n  - id: myasthenia_gravis\n    de: [belastungsabhängige Muskelschwäche]\n"),
+            "pack",
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+        let reader = Reader::new(ontology, crate::cues::tests::ANSWER_YAML, "answer.yaml")
+            .unwrap_or_else(|error| panic!("{error}"));
+        let graded = |answer: &str, reference: &str| grade(&reader, &reader.read(answer), reference).0;
+        // One letter off or two swapped, in a long word that is no other
+        // diagnosis's word.
+        assert_eq!(
+            graded("Most likely: myasthenia graivs", "Myasthenia gravis"),
+            Grade::Exact
+        );
+        assert_eq!(
+            graded("Diagnosis: myasthnia gravis", "Myasthenia gravis"),
+            Grade::Exact
+        );
+        // A German name with a case ending is its translation.
+        assert_eq!(
+            graded(
+                "Diagnose: Verdacht auf eine belastungsabhängigen Muskelschwäche",
+                "Myasthenia gravis"
+            ),
+            Grade::Exact
+        );
+        // Short words are not read fuzzily, nor two edits.
+        assert_eq!(
+            graded("Most likely: botulisn", "Botulism"),
+            Grade::Exact,
+            "seven letters, one edit"
+        );
+        assert_ne!(graded("Most likely: butolisn", "Botulism"), Grade::Exact);
     }
 
     #[test]

@@ -202,6 +202,8 @@ pub struct Ontology {
     lexicon: Lexicon,
     diagnosis_index: PhraseIndex,
     test_index: PhraseIndex,
+    /// Every word of every diagnosis name, as compared (canonical).
+    words: HashSet<String>,
 }
 
 /// The file of a pack's clinical features per diagnosis.
@@ -422,6 +424,7 @@ impl Ontology {
             lexicon: Lexicon::default(),
             diagnosis_index: PhraseIndex::default(),
             test_index: PhraseIndex::default(),
+            words: HashSet::new(),
         };
         if let Some((id, phrase)) = ontology.index() {
             let translated = ontology
@@ -525,11 +528,13 @@ impl Ontology {
     fn index(&mut self) -> Option<(String, String)> {
         let mut clash = None;
         self.diagnosis_index = PhraseIndex::default();
+        self.words.clear();
         for (entry, diagnosis) in self.diagnoses.iter().enumerate() {
             let names = std::iter::once(&diagnosis.name)
                 .chain(&diagnosis.synonyms)
                 .chain(&diagnosis.translations);
             for phrase in names {
+                self.words.extend(words(phrase, &self.lexicon));
                 if self
                     .diagnosis_index
                     .insert(phrase, entry, &self.lexicon)
@@ -557,6 +562,12 @@ impl Ontology {
 
     pub(crate) fn lexicon(&self) -> &Lexicon {
         &self.lexicon
+    }
+
+    /// Whether a word (canonical, as [`words`] gives it) is a word of some
+    /// diagnosis's name: such a word is never read as another's misspelling.
+    pub(crate) fn knows_word(&self, word: &str) -> bool {
+        self.words.contains(word)
     }
 
     /// BLAKE3 hex of the two files' bytes.

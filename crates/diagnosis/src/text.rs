@@ -209,9 +209,45 @@ pub(crate) fn is_boundary(text: &str, position: usize) -> bool {
     !(before.is_some_and(char::is_alphanumeric) && after.is_some_and(char::is_alphanumeric))
 }
 
+/// Whether two words differ by one edit: a letter changed, added or
+/// dropped, or two neighbouring letters swapped (Damerau's transposition).
+pub(crate) fn one_edit_apart(a: &str, b: &str) -> bool {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a == b || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let (rest_a, rest_b) = (&a[prefix..], &b[prefix..]);
+    match rest_a.len().cmp(&rest_b.len()) {
+        std::cmp::Ordering::Equal => {
+            rest_a[1..] == rest_b[1..]
+                || (rest_a.len() >= 2
+                    && rest_a[0] == rest_b[1]
+                    && rest_a[1] == rest_b[0]
+                    && rest_a[2..] == rest_b[2..])
+        }
+        std::cmp::Ordering::Less => rest_a == &rest_b[1..],
+        std::cmp::Ordering::Greater => &rest_a[1..] == rest_b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_edit_is_a_change_an_addition_a_drop_or_a_swap() {
+        assert!(one_edit_apart("phylodes", "phyllodes"));
+        assert!(one_edit_apart("atreisa", "atresia"));
+        assert!(one_edit_apart("ekzematous", "eczematous"));
+        assert!(one_edit_apart("jonhson", "johnson"));
+        assert!(one_edit_apart("sickness", "sicknes"));
+        assert!(!one_edit_apart("hypokalemia", "hyperkalemia"));
+        assert!(!one_edit_apart("same", "same"));
+        assert!(!one_edit_apart("quervian", "quervainx"));
+        assert!(!one_edit_apart("abcd", "badc"));
+    }
 
     fn lexicon() -> Lexicon {
         Lexicon {

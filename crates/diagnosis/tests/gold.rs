@@ -21,10 +21,18 @@
 //!   read for the fourth round of general rules. `CFEVAL_GOLD_REPORT=1`
 //!   prints each disagreement. Fails below its held-out measurement,
 //!   rounded down to 0.05.
-//! - Held out (`tests/gold/diagnosis-answers-heldout3`), written by a sixth
-//!   writer who never saw the reader or the other sets, and never read
-//!   while the reader was built: only its totals are printed, never an
-//!   item, so that it stays a measurement.
+//! - Fifth development set (`tests/gold/diagnosis-answers-dev5`), written
+//!   by a sixth writer who never saw the reader or the other sets as the
+//!   third held-out set: measured once at 0.850 with its totals only, then
+//!   read for the fifth round of general rules. `CFEVAL_GOLD_REPORT=1`
+//!   prints each disagreement. Fails below its held-out measurement,
+//!   rounded down to 0.05.
+//! - Held out (`tests/gold/diagnosis-answers-heldout4`), written by a
+//!   seventh writer who never saw the reader or the other sets, in 25
+//!   output formats none of them has (YAML, XML tags, `\boxed{}`, ICD-10
+//!   codes, exam answers, struck-out corrections, "less likely" lists,
+//!   truncated replies, …), and never read while the reader was built: only
+//!   its totals are printed, never an item, so that it stays a measurement.
 
 use std::path::PathBuf;
 
@@ -39,9 +47,13 @@ const SECOND_FLOOR: f64 = 0.75;
 /// The fourth development set's floor: what it measured held out (0.708,
 /// see BENCHMARKS.md), rounded down to 0.05.
 const FOURTH_FLOOR: f64 = 0.70;
-/// The held-out set's floor: what it measured when first run (0.850, see
-/// BENCHMARKS.md), less a margin; a regression below it fails.
-const HELD_OUT_FLOOR: f64 = 0.80;
+/// The fifth development set's floor: what it measured held out (0.850,
+/// see BENCHMARKS.md), rounded down to 0.05.
+const FIFTH_FLOOR: f64 = 0.85;
+/// The held-out set's floor: what it measured when first run (0.645,
+/// kappa 0.513, on 25 output formats no other set has: see BENCHMARKS.md),
+/// rounded down to 0.05; a regression below it fails.
+const HELD_OUT_FLOOR: f64 = 0.60;
 /// The third development set's floor: its last held-out measurement
 /// (0.869), rounded down to 0.05.
 const THIRD_FLOOR: f64 = 0.85;
@@ -173,9 +185,18 @@ fn fourth_development_gold_set_agrees() {
 }
 
 #[test]
+fn fifth_development_gold_set_agrees() {
+    development_set_agrees(
+        "tests/gold/diagnosis-answers-dev5/answers.jsonl",
+        "fifth development",
+        FIFTH_FLOOR,
+    );
+}
+
+#[test]
 fn held_out_gold_set_agrees() {
     let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout3/answers.jsonl",
+        "tests/gold/diagnosis-answers-heldout4/answers.jsonl",
         "held out",
         false,
     );

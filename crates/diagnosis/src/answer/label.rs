@@ -3,7 +3,7 @@
 //! section labels, and a label in a question or before a restated case names
 //! nothing.
 
-use super::{Mention, Reader};
+use super::{Mention, Phrase, Reader};
 use crate::cues::{Hit, Kind};
 use crate::layout::Layout;
 use crate::ontology::Found;
@@ -33,6 +33,16 @@ impl Reader {
             if layout.is_question(hit.start) {
                 continue;
             }
+            // A label after an order in its sentence (`arrange a biopsy and
+            // a tissue diagnosis of the lung mass`) names what is to be
+            // found, not what was.
+            let (sentence_start, _) = layout.sentence_of(hit.start);
+            if layout
+                .hits_in(Kind::Order, sentence_start, hit.start)
+                .any(|order| !layout.is_negated(order))
+            {
+                continue;
+            }
             let Some((mention, source)) = self.label_at(layout, hit, offered) else {
                 continue;
             };
@@ -45,6 +55,26 @@ impl Reader {
             Some((_, mention, source)) => (Some(mention), source),
             None => (None, "none"),
         }
+    }
+
+    /// The first known diagnosis right after an arrow (`→`, `->`, `=>`)
+    /// between `from` and `to`.
+    fn after_arrow(&self, layout: &Layout<'_>, from: usize, to: usize, offered: &[Found]) -> Option<Phrase> {
+        let text = &layout.folded.text;
+        let window = text.get(from..to)?;
+        let arrow_end = ["→", "->", "=>", "⇒"]
+            .iter()
+            .filter_map(|arrow| window.find(arrow).map(|at| from + at + arrow.len()))
+            .min()?;
+        offered
+            .iter()
+            .copied()
+            .find(|f| f.start >= arrow_end && f.end <= to && layout.words_between(arrow_end, f.start) <= 1)
+            .map(|f| Phrase {
+                start: f.start,
+                end: f.end,
+                found: Some(f),
+            })
     }
 
     /// The leader a label hit names, inline or on the next line.
@@ -78,6 +108,16 @@ impl Reader {
             let start = line.end - after.len() + link.map_or(0, String::len);
             let (_, sentence_end) = layout.sentence_of(start + 1);
             let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
+            // A terse label that lists findings and arrows to its
+            // conclusion (`A/P: postpartum, T 38.9, tender uterus →
+            // endometritis`) leads with the diagnosis after the arrow.
+            let inline = match inline {
+                Some(phrase) if phrase.found.is_none() => Some(
+                    self.after_arrow(layout, phrase.end, sentence_end, offered)
+                        .unwrap_or(phrase),
+                ),
+                other => other,
+            };
             if let Some(phrase) = inline {
                 // A restated case or a diagnosis the label's own sentence
                 // rules out (`Diagnosis: MG is unlikely; ...`) is no leader.
@@ -107,7 +147,38 @@ impl Reader {
 
 #[cfg(test)]
 mod tests {
-    use crate::answer::tests::leading;
+    use crate::answer::tests::{assert_all_lead, leading};
+
+    #[test]
+    fn a_terse_label_leads_with_the_diagnosis_after_its_arrow() {
+        assert_all_lead(
+            &[
+                "A/P: 34F, fatigable ptosis, diplopia → myasthenia gravis. DDx: LEMS.",
+                "Imp: ptosis worse by evening -> MG; r/o botulism",
+            ],
+            "myasthenia_gravis",
+        );
+        // A known diagnosis after the label still leads, arrow or not.
+        assert_eq!(
+            leading("A/P: LEMS → check VGCC antibodies, CT chest")
+                .0
+                .as_deref(),
+            Some("lambert_eaton")
+        );
+    }
+
+    #[test]
+    fn a_label_after_an_order_names_nothing() {
+        let (id, _, _) = leading(
+            "Myasthenia gravis, generalised. Arrange a CT chest and a tissue diagnosis of the anterior mediastinal mass.",
+        );
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+        // Before the order, the label still leads.
+        assert_eq!(
+            leading("Final diagnosis: LEMS. Obtain a CT chest.").0.as_deref(),
+            Some("lambert_eaton")
+        );
+    }
 
     #[test]
     fn a_final_label_outranks_a_section_heading_and_earlier_labels() {

@@ -215,20 +215,17 @@ impl Reader {
 
 #[cfg(test)]
 mod tests {
-    use crate::answer::tests::leading;
+    use crate::answer::tests::{assert_all_lead, leading};
 
     #[test]
     fn a_more_specific_gloss_names_the_leader() {
-        for answer in [
-            "Most likely diagnosis: myasthenia gravis (ocular myasthenia)",
-            "The picture is most suggestive of a neuromuscular junction disorder (ocular myasthenia).",
-        ] {
-            assert_eq!(
-                leading(answer).0.as_deref(),
-                Some("ocular_myasthenia"),
-                "{answer}"
-            );
-        }
+        assert_all_lead(
+            &[
+                "Most likely diagnosis: myasthenia gravis (ocular myasthenia)",
+                "The picture is most suggestive of a neuromuscular junction disorder (ocular myasthenia).",
+            ],
+            "ocular_myasthenia",
+        );
         // A broader or unrelated gloss does not.
         let (id, _, _) =
             leading("Most likely diagnosis: ocular myasthenia (neuromuscular junction disorder)");
@@ -239,27 +236,21 @@ mod tests {
 
     #[test]
     fn a_category_specified_after_it_names_the_specific() {
-        for answer in [
-            "Diagnosis: neuromuscular junction disorder, most likely myasthenia gravis.",
-            "Neuromuscular junction disorder - probably myasthenia gravis.",
-        ] {
-            assert_eq!(
-                leading(answer).0.as_deref(),
-                Some("myasthenia_gravis"),
-                "{answer}"
-            );
-        }
+        assert_all_lead(
+            &[
+                "Diagnosis: neuromuscular junction disorder, most likely myasthenia gravis.",
+                "Neuromuscular junction disorder - probably myasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
         // One of several is no specification, in a bracket or after a dash.
-        for answer in [
-            "Diagnosis: neuromuscular junction disorder (myasthenia gravis vs LEMS)",
-            "Diagnosis: neuromuscular junction disorder - myasthenia gravis or LEMS",
-        ] {
-            assert_eq!(
-                leading(answer).0.as_deref(),
-                Some("neuromuscular_junction_disorder"),
-                "{answer}"
-            );
-        }
+        assert_all_lead(
+            &[
+                "Diagnosis: neuromuscular junction disorder (myasthenia gravis vs LEMS)",
+                "Diagnosis: neuromuscular junction disorder - myasthenia gravis or LEMS",
+            ],
+            "neuromuscular_junction_disorder",
+        );
         // An unrelated diagnosis after a comma is not a specification.
         let (id, _, _) = leading("Diagnosis: LEMS, likely botulism exposure too.");
         assert_eq!(id.as_deref(), Some("lambert_eaton"));
