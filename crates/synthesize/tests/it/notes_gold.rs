@@ -293,16 +293,22 @@ const PRECISION_FLOOR: f64 = 0.94;
 /// printed under `CFEVAL_NOTES_REPORT=1`.
 #[test]
 fn notes_second_development_set_precision_and_recall() {
-    let (overall, styles) = score_set("notes-dev2", std::env::var_os("CFEVAL_NOTES_REPORT").is_some());
-    assert!(styles >= 8, "{styles} styles");
+    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+    assert_set_holds("notes-dev2", verbose, DEV2_PRECISION_FLOOR, DEV2_RECALL_FLOOR);
+}
+
+/// Scores `set` and checks its styles and its floors.
+fn assert_set_holds(set: &str, verbose: bool, precision_floor: f64, recall_floor: f64) {
+    let (overall, styles) = score_set(set, verbose);
+    assert!(styles >= 8, "{set}: {styles} styles");
     assert!(
-        overall.recall() >= DEV2_RECALL_FLOOR,
-        "recall {:.3}",
+        overall.recall() >= recall_floor,
+        "{set}: recall {:.3}",
         overall.recall()
     );
     assert!(
-        overall.precision() >= DEV2_PRECISION_FLOOR,
-        "precision {:.3}",
+        overall.precision() >= precision_floor,
+        "{set}: precision {:.3}",
         overall.precision()
     );
 }
@@ -325,17 +331,11 @@ const DEV2_PRECISION_FLOOR: f64 = 0.83;
 /// so that it stays a measurement.
 #[test]
 fn notes_held_out_precision_and_recall() {
-    let (overall, styles) = score_set("notes-heldout2", false);
-    assert!(styles >= 8, "{styles} styles");
-    assert!(
-        overall.recall() >= HELD_OUT_RECALL_FLOOR,
-        "recall {:.3}",
-        overall.recall()
-    );
-    assert!(
-        overall.precision() >= HELD_OUT_PRECISION_FLOOR,
-        "precision {:.3}",
-        overall.precision()
+    assert_set_holds(
+        "notes-heldout2",
+        false,
+        HELD_OUT_PRECISION_FLOOR,
+        HELD_OUT_RECALL_FLOOR,
     );
 }
 
