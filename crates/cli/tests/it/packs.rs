@@ -420,6 +420,10 @@ fn a_result_is_the_writers_when_its_words_are() {
 /// Then numbers read against the pack's reference ranges and a markedly
 /// abnormal result (twice the upper end, half the lower) as evidence:
 /// development 0.717 / 0.311 → 0.671 / 0.338, held out 0.786 / 0.306.
+/// Then a sentence holding one of the diagnosis's clinical features (the
+/// pack's `features.yaml`, written blind from textbook knowledge): 0.627 /
+/// 0.372 and, held out, 0.697 / 0.344 (F1 0.440 → 0.461: more found, less
+/// precise).
 fn evidence_against_the_gold_set(cases: &[CaseRow]) {
     /// (name, file, print its items, (precision, recall) floors: the last
     /// measurement, rounded down to 0.05).
@@ -428,13 +432,13 @@ fn evidence_against_the_gold_set(cases: &[CaseRow]) {
             "development",
             "tests/gold/evidence-osce/spans.jsonl",
             true,
-            (0.60, 0.25),
+            (0.60, 0.35),
         ),
         (
             "held out",
             "tests/gold/evidence-osce-heldout2/spans.jsonl",
             false,
-            (0.0, 0.0),
+            (0.65, 0.30),
         ),
     ];
     #[derive(serde::Deserialize)]
