@@ -334,6 +334,12 @@ pub struct InferArgs {
     /// they were tried this many times.
     #[arg(long, default_value_t = cfeval_infer::DEFAULT_MAX_TRIES, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tries: u32,
+    /// After a chunk of rows, commit once this many seconds have passed
+    /// since the last commit (0: every chunk). Larger shards on a fast run;
+    /// a crash loses at most this long of answers, asked again (from the
+    /// cache) on resume.
+    #[arg(long, default_value_t = crate::pipeline::DEFAULT_COMMIT_SECS, value_parser = commit_secs)]
+    pub commit_secs: f64,
     /// The prompt set: `neutral` (no list of the facts a decision turns on)
     /// or `cued` (names them and asks for the test a missing one needs).
     #[arg(long, default_value = "neutral", value_parser = ["neutral", "cued"])]
@@ -558,5 +564,13 @@ fn temperature(text: &str) -> Result<f64, String> {
         Ok(value)
     } else {
         Err(format!("temperature {value} is not in [0, 2]"))
+    }
+}
+
+/// `--commit-secs`: seconds in [0, 3600].
+fn commit_secs(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=3600.0).contains(&value) => Ok(value),
+        _ => Err(format!("`{text}` is not a number of seconds in [0, 3600]")),
     }
 }

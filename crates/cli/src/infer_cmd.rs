@@ -47,6 +47,7 @@ pub fn infer(args: &InferArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         families: args.families.clone(),
         allow_mixed_catalogs: args.allow_mixed_catalogs,
         max_tries: args.max_tries,
+        commit_every: std::time::Duration::from_secs_f64(args.commit_secs),
         prompts: cfeval_infer::Prompts::named(&args.prompt_set)
             .ok_or_else(|| anyhow::anyhow!("unknown prompt set `{}`", args.prompt_set))?,
         dialogue: matches!(args.mode, ModeArg::Dialogue)

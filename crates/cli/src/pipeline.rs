@@ -75,6 +75,10 @@ fn family_ids(vocabulary: &cfeval_schema::vocab::Vocabulary) -> Vec<String> {
     vocabulary.family_names().map(str::to_string).collect()
 }
 
+/// `[infer] commit-secs` when a pipeline does not say: a fast run commits
+/// about every two seconds instead of every chunk of rows.
+pub const DEFAULT_COMMIT_SECS: f64 = 2.0;
+
 /// A pipeline file's problem, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineError {
@@ -286,6 +290,9 @@ pub struct Pipeline {
     /// `[infer] max-tries`: tries per tuple across runs (a rerun retries
     /// rows that are not `ok` until then).
     pub max_tries: u32,
+    /// `[infer] commit-secs`: after a chunk of rows, commit once this many
+    /// seconds have passed since the last commit (0: every chunk).
+    pub commit_secs: f64,
     pub subjects: Vec<SubjectPlan>,
     /// `[dialogue]`, when a subject runs in mode `dialogue`.
     pub dialogue: Option<DialoguePlan>,
@@ -366,6 +373,7 @@ struct RawInfer {
     concurrency: Option<Spanned<usize>>,
     parallel_units: Option<Spanned<usize>>,
     max_tries: Option<Spanned<usize>>,
+    commit_secs: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -795,6 +803,16 @@ impl Checker<'_> {
             )?
             .min(u32::MAX as usize) as u32;
         let temperature = self.temperature(infer.temperature.as_ref(), 0.0)?;
+        let commit_secs = match infer.commit_secs.as_ref() {
+            Some(value) if !(0.0..=3600.0).contains(value.get_ref()) => {
+                return Err(self.spanned(
+                    value,
+                    format!("commit-secs {} is not in [0, 3600] seconds", value.get_ref()),
+                ));
+            }
+            Some(value) => *value.get_ref(),
+            None => DEFAULT_COMMIT_SECS,
+        };
         let defaults = Defaults {
             max_tokens: self.at_least_one(infer.max_tokens.as_ref(), 512, "max-tokens")?,
             max_steps: self.at_least_one(infer.max_steps.as_ref(), 8, "max-steps")?,
@@ -892,6 +910,7 @@ impl Checker<'_> {
             concurrency,
             parallel_units,
             max_tries,
+            commit_secs,
             subjects,
             dialogue,
             harness,

@@ -105,8 +105,13 @@ pub struct Config {
     pub prompts: Prompts,
     /// Calls in flight at once (the model client may lower it further).
     pub concurrency: usize,
-    /// Variants answered between two commits.
+    /// Rows answered between two commits, at least.
     pub chunk: usize,
+    /// After `chunk` rows, commit only once this long has passed since the
+    /// last commit (or `COMMIT_CAP` chunks are waiting): a fast run writes
+    /// fewer, larger shards, and a crash loses at most this long of answers
+    /// (asked again, from the cache). Zero commits every `chunk` rows.
+    pub commit_every: std::time::Duration,
     pub slice: Slice,
     /// Only these families (empty: all).
     pub families: Vec<String>,
@@ -258,6 +263,7 @@ impl Default for Config {
             prompts: Prompts::default(),
             concurrency: 16,
             chunk: 256,
+            commit_every: std::time::Duration::ZERO,
             slice: Slice::ALL,
             families: Vec::new(),
             allow_mixed_catalogs: false,
@@ -1120,7 +1126,13 @@ struct Window<'a> {
     next: usize,
     written: usize,
     uncommitted: usize,
+    last_commit: std::time::Instant,
+    /// The tasks' prompts, shared rather than copied per task.
+    prompts: Arc<Prompts>,
 }
+
+/// Chunks that may wait for `commit_every` before a commit is forced.
+const COMMIT_CAP: usize = 16;
 
 impl<'a> Window<'a> {
     fn new(config: &'a Config, subject: &'a Arc<Subject>, episodes: Episodes) -> Self {
@@ -1134,6 +1146,8 @@ impl<'a> Window<'a> {
             next: 0,
             written: 0,
             uncommitted: 0,
+            last_commit: std::time::Instant::now(),
+            prompts: Arc::new(config.prompts.clone()),
         }
     }
 
@@ -1148,7 +1162,7 @@ impl<'a> Window<'a> {
         self.next += 1;
         let subject = Arc::clone(self.subject);
         let run = self.config.run.clone();
-        let prompts = self.config.prompts.clone();
+        let prompts = Arc::clone(&self.prompts);
         let settings = self.config.settings.for_sample(tuple.sample);
         let mode = self.config.mode;
         let variant = Arc::clone(&tuple.variant);
@@ -1219,9 +1233,13 @@ impl<'a> Window<'a> {
         if !ready.is_empty() {
             sink.rows(&ready)?;
             self.uncommitted += ready.len();
-            if self.uncommitted >= self.config.chunk.max(1) {
+            let chunk = self.config.chunk.max(1);
+            let due = self.last_commit.elapsed() >= self.config.commit_every
+                || self.uncommitted >= chunk.saturating_mul(COMMIT_CAP);
+            if self.uncommitted >= chunk && due {
                 sink.commit()?;
                 self.uncommitted = 0;
+                self.last_commit = std::time::Instant::now();
             }
         }
         Ok(())

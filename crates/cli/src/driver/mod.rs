@@ -314,6 +314,7 @@ pub fn infer_config(
         slice,
         families: run.families.clone(),
         max_tries: pipeline.max_tries,
+        commit_every: std::time::Duration::from_secs_f64(pipeline.commit_secs),
         prompts: cfeval_infer::Prompts::named(&subject.prompt_set).unwrap_or_default(),
         dialogue: pipeline
             .dialogue

@@ -651,6 +651,11 @@ const BAD_PIPELINES: &[(&str, &str, &str)] = &[
         "temperature = 3.5",
         "temperature 3.5 is not in [0, 2]",
     ),
+    (
+        "max-tokens = 256",
+        "commit-secs = -1.0",
+        "commit-secs -1 is not in [0, 3600] seconds",
+    ),
     ("max-tokens = 256", "max-token = 256", "unknown field `max-token`"),
     (
         "name = \"control/reference\"",

@@ -210,6 +210,39 @@ fn http_subject_single_shot_resumes_and_caches() {
     assert_eq!(server.requests_for_model("m2"), tuples);
 }
 
+/// Commits by size or time: with `commit_every` zero every chunk is a
+/// shard; with a long one, rows wait (up to 16 chunks) for one commit; the
+/// rows are the same either way.
+#[test]
+fn rows_are_committed_by_chunk_or_by_time() {
+    let server = BackgroundServer::start(ServerConfig::default()).expect("server");
+    let shards = |commit_every: std::time::Duration| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tuples = write_variants(dir.path(), 20);
+        // One call at a time, so rows arrive one by one.
+        let config = Config {
+            chunk: 2,
+            commit_every,
+            concurrency: 1,
+            ..Config::default()
+        };
+        let subject = http_subject(&server, "m1", &dir.path().join("cache"));
+        cfeval_infer::run(&config, subject, dir.path()).expect("run");
+        let rows = read_responses(dir.path());
+        assert_eq!(rows.len() as u64, tuples);
+        let store = ShardStore::open_table::<ResponseRow>(dir.path()).expect("open");
+        (tuples, store.entries().len(), rows)
+    };
+    let (tuples, every_chunk, rows) = shards(std::time::Duration::ZERO);
+    assert_eq!(every_chunk as u64, tuples.div_ceil(2));
+    let (_, by_time, timed_rows) = shards(std::time::Duration::from_secs(3600));
+    // 16 chunks of 2 rows force a commit; the rest is the last shard.
+    assert!(tuples > 32, "{tuples} tuples");
+    assert_eq!(by_time as u64, tuples.div_ceil(32));
+    let texts = |rows: &[ResponseRow]| rows.iter().map(|row| row.text.clone()).collect::<Vec<_>>();
+    assert_eq!(texts(&rows), texts(&timed_rows));
+}
+
 #[test]
 fn agent_mode_records_the_trace_against_native_tools() {
     let server = BackgroundServer::start(ServerConfig::default()).expect("server");
