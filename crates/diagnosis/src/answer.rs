@@ -36,6 +36,7 @@ use crate::text::is_boundary;
 
 /// Reading the leader a label names.
 mod label;
+mod markup;
 /// What an answer offers besides its leader.
 mod offered;
 /// Reading the diagnosis phrase at a position.
@@ -125,6 +126,14 @@ impl Reader {
             Some(rest) => {
                 answered = rest;
                 answered.as_str()
+            }
+            None => answer,
+        };
+        let unmarked;
+        let answer = match markup::plain(answer) {
+            Some(plain) => {
+                unmarked = plain;
+                unmarked.as_str()
             }
             None => answer,
         };
@@ -266,7 +275,11 @@ impl Reader {
         let mut free = None;
         let mut first = None;
         let mut concluded = None;
-        for hit in layout.hits.iter().filter(|hit| !layout.is_question(hit.start)) {
+        for hit in layout
+            .hits
+            .iter()
+            .filter(|hit| !layout.is_question(hit.start) && !self.is_conditional(layout, hit.start))
+        {
             let opens = || {
                 let (sentence_start, _) = layout.sentence_of(hit.start);
                 layout.words_between(sentence_start, hit.start) == 0
@@ -389,7 +402,7 @@ impl Reader {
             .iter()
             .filter(|f| !layout.is_in_inline_differential(f.start) || self.ranks(layout, f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
-            .filter(|f| !self.is_to_exclude(layout, f.start))
+            .filter(|f| !self.is_to_exclude(layout, f.start) && !self.is_conditional(layout, f.start))
             .find(|f| !layout.is_ordering(f.start))
             .map(|f| {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
@@ -494,7 +507,8 @@ impl Reader {
         let line = layout
             .lines
             .iter()
-            .find(|line| !line.blank && line.header.is_none())?;
+            .filter(|line| !line.blank && line.header.is_none())
+            .find(|line| !self.is_title(layout, line, offered))?;
         let (_, end) = layout.sentence_of(line.content);
         if self.is_narrative(layout, line.content) || layout.is_ordering(line.content) {
             return None;
@@ -508,6 +522,42 @@ impl Reader {
         let written = &layout.folded.text[phrase.start..phrase.end];
         let ruled = layout.is_ruled_out(phrase.start, phrase.end);
         (!ruled && !written.starts_with(|c: char| c.is_ascii_digit())).then(|| self.lead(layout, phrase))
+    }
+}
+
+impl Reader {
+    /// Whether a cue or a diagnosis at `start` is conditional: a conditional
+    /// word opens its sentence or stands at most two words before it.
+    fn is_conditional(&self, layout: &Layout<'_>, start: usize) -> bool {
+        let (sentence_start, _) = layout.sentence_of(start);
+        let text = &layout.folded.text;
+        let opening = text[sentence_start..start]
+            .trim_start_matches(|c: char| c.is_whitespace() || "*_#->".contains(c));
+        let before: Vec<&str> = text[sentence_start..start]
+            .split_whitespace()
+            .rev()
+            .take(3)
+            .collect();
+        self.cues.conditionals.iter().any(|word| {
+            (opening.starts_with(word.as_str()) && is_boundary(opening, word.len()))
+                || before
+                    .iter()
+                    .any(|near| near.trim_matches(|c: char| !c.is_alphanumeric()) == word)
+        })
+    }
+
+    /// Whether a line is the answer's title: it holds a title word
+    /// (`problem list`, `dictation`) and no diagnosis the ontology knows.
+    fn is_title(&self, layout: &Layout<'_>, line: &crate::layout::Line, offered: &[Found]) -> bool {
+        let text = &layout.folded.text[line.content..line.end];
+        let titled = self.cues.titles.iter().any(|title| {
+            text.match_indices(title.as_str())
+                .any(|(at, _)| is_boundary(text, at) && is_boundary(text, at + title.len()))
+        });
+        titled
+            && !offered
+                .iter()
+                .any(|f| line.content <= f.start && f.end <= line.end)
     }
 }
 
@@ -1108,6 +1158,59 @@ pub(crate) mod tests {
             leading("Differential:\n1. LEMS\n2. MG").0.as_deref(),
             Some("lambert_eaton")
         );
+    }
+
+    #[test]
+    fn a_rule_out_label_rules_out_its_line() {
+        let reading = reader().read(
+            "Most likely: Lambert-Eaton myasthenic syndrome.\nLess likely: myasthenia gravis, botulism.",
+        );
+        assert_eq!(
+            reading.leading.and_then(|lead| lead.id).as_deref(),
+            Some("lambert_eaton")
+        );
+        assert!(reading.differential.is_empty(), "{:?}", reading.differential);
+        assert_eq!(ids(&reading.ruled_out), ["myasthenia_gravis", "botulism"]);
+        // In a sentence, `less likely` still offers (the differential cue).
+        let reading = reader().read("Most likely LEMS. MG is less likely but possible.");
+        assert_eq!(ids(&reading.differential), ["myasthenia_gravis"]);
+    }
+
+    #[test]
+    fn a_title_line_is_not_the_answer() {
+        assert_all_lead(
+            &[
+                "Problem list\n1. Myasthenia gravis, generalised\n2. Hypertension",
+                "Neurology clinic dictation.\nMyasthenia gravis, new diagnosis.",
+            ],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
+    fn a_conditional_cue_offers_without_leading() {
+        for answer in [
+            "If the antibodies come back positive, that's myasthenia gravis. Otherwise think of LEMS.",
+            "I'd expect a decrement on repetitive stimulation if this is myasthenia gravis.",
+        ] {
+            let lead = leading(answer).0;
+            assert_ne!(lead.as_deref(), Some("myasthenia_gravis"), "{answer}");
+        }
+    }
+
+    #[test]
+    fn struck_boxed_and_coded_answers_are_read_as_meant() {
+        assert_all_lead(
+            &[
+                "~~Botulism~~ → Myasthenia gravis",
+                "Ptosis, diplopia, fatigability.\n\n$$\\boxed{\\text{Myasthenia gravis}}$$",
+                "G70.00 – Myasthenia gravis without (acute) exacerbation",
+                "'Double vision, trouble climbing stairs, weakness brushing her hair that is better after rest.'\n\nMyasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
+        // A symptom code names no diagnosis.
+        assert_eq!(leading("R53.1 – Weakness\nR29.810 – Facial weakness").0, None);
     }
 
     #[test]

@@ -60,6 +60,15 @@ struct RawCues {
     /// Optional: the tags of a reasoning trace (`think`: `<think>…</think>`).
     #[serde(default)]
     reasoning_tags: Vec<String>,
+    /// Optional: words that make an opening line the document's title.
+    #[serde(default)]
+    titles: Vec<String>,
+    /// Optional: words that make what follows a condition (`if`).
+    #[serde(default)]
+    conditionals: Vec<String>,
+    /// Optional: labels whose line lists what is ruled out.
+    #[serde(default)]
+    ruled_out_labels: Vec<String>,
 
     spellings: BTreeMap<String, String>,
 }
@@ -134,6 +143,16 @@ pub(crate) struct Cues {
     pub rankings: Vec<String>,
     /// The tags of a reasoning trace, lower case (`think`).
     pub reasoning_tags: Vec<String>,
+    /// Words that make a line naming no known diagnosis the title of the
+    /// answer (`Problem list`, `Hand clinic dictation.`), not its answer.
+    pub titles: Vec<String>,
+    /// Words that make a leading cue conditional when they open its
+    /// sentence or stand right before it (`If the MRCP shows beading,
+    /// that's PSC`, `if this is FTD`): what it names is offered, not led.
+    pub conditionals: Vec<String>,
+    /// Labels that open a line with a colon and rule out everything the
+    /// line lists (`Less likely: X, Y`).
+    pub ruled_out_labels: Vec<String>,
 
     pub lexicon: Lexicon,
 }
@@ -253,28 +272,19 @@ impl Cues {
         Ok(Self {
             structural,
             vague_heads,
-            to_exclude: raw.to_exclude.iter().map(|cue| cue.trim().to_string()).collect(),
-            rankings: raw.rankings.iter().map(|cue| cue.trim().to_lowercase()).collect(),
-            reasoning_tags: raw
-                .reasoning_tags
-                .iter()
-                .map(|tag| tag.trim().to_lowercase())
-                .collect(),
+            to_exclude: trimmed(&raw.to_exclude),
+            rankings: lowered(&raw.rankings),
+            reasoning_tags: lowered(&raw.reasoning_tags),
+            titles: lowered(&raw.titles),
+            conditionals: lowered(&raw.conditionals),
+            ruled_out_labels: lowered(&raw.ruled_out_labels),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,
             narrative_starts: raw.narrative_starts,
             conclusions: raw.conclusions,
-            final_labels: raw
-                .final_labels
-                .iter()
-                .map(|label| label.trim().to_string())
-                .collect(),
-            section_labels: raw
-                .section_labels
-                .iter()
-                .map(|label| label.trim().to_string())
-                .collect(),
+            final_labels: trimmed(&raw.final_labels),
+            section_labels: trimmed(&raw.section_labels),
             lexicon,
         })
     }
@@ -346,6 +356,19 @@ fn composed_declines(hits: &[Hit], text: &str) -> Vec<Hit> {
 }
 
 /// Every occurrence of every cue at word boundaries.
+/// Phrases trimmed and lower-cased.
+fn lowered<C: FromIterator<String>>(phrases: &[String]) -> C {
+    phrases
+        .iter()
+        .map(|phrase| phrase.trim().to_lowercase())
+        .collect()
+}
+
+/// Phrases trimmed.
+fn trimmed<C: FromIterator<String>>(phrases: &[String]) -> C {
+    phrases.iter().map(|phrase| phrase.trim().to_string()).collect()
+}
+
 fn find_all(cues: &[(Kind, String)], text: &str) -> Vec<Hit> {
     let mut hits = Vec::new();
     for (kind, cue) in cues {

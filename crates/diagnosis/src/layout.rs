@@ -39,6 +39,9 @@ pub(crate) struct Line {
     pub header: Option<Kind>,
     /// The kind of the section it sits in.
     pub section: Option<Kind>,
+    /// Past the colon of a rule-out label that opens it (`Less likely:`):
+    /// what the line lists from there is ruled out.
+    pub ruled_out_from: Option<usize>,
 }
 
 /// One answer laid out.
@@ -53,6 +56,21 @@ pub(crate) struct Layout<'a> {
     /// (`nontender. likely giant fibroadenoma. excise`): a period before a
     /// lower-case word ends a sentence too.
     lower_case: bool,
+}
+
+/// Past the colon when a line's content (`start..end`, folded) opens with
+/// one of `labels` and a colon, markup allowed around them.
+fn ruled_out_label_end(text: &str, start: usize, end: usize, labels: &[String]) -> Option<usize> {
+    let line = &text[start..end];
+    let opening = line.trim_start_matches(is_markup);
+    let offset = line.len() - opening.len();
+    labels.iter().find_map(|label| {
+        let rest = opening.strip_prefix(label.as_str())?;
+        let after = rest.trim_start_matches(is_markup);
+        after
+            .starts_with(':')
+            .then(|| start + offset + label.len() + (rest.len() - after.len()) + 1)
+    })
 }
 
 fn is_markup(character: char) -> bool {
@@ -115,6 +133,10 @@ impl<'a> Layout<'a> {
             lower_case: writes_lower_case(original),
         };
         layout.lines = layout.lay_lines();
+        let text = &layout.folded.text;
+        for line in &mut layout.lines {
+            line.ruled_out_from = ruled_out_label_end(text, line.content, line.end, &cues.ruled_out_labels);
+        }
         layout
     }
 
@@ -157,6 +179,7 @@ impl<'a> Layout<'a> {
                 blank,
                 header,
                 section: if header.is_some() { None } else { section },
+                ruled_out_from: None,
             });
             start = end + 1;
         }
@@ -174,11 +197,21 @@ impl<'a> Layout<'a> {
                 && hit.end <= end
                 && matches!(
                     hit.kind,
-                    Kind::Label | Kind::Differential | Kind::RuledOutForward | Kind::Order
+                    Kind::Label
+                        | Kind::Differential
+                        | Kind::RuledOutForward
+                        | Kind::RuledOutBackward
+                        | Kind::Order
                 )
         })?;
         let rest = self.folded.text[hit.end..end].trim_matches(|c: char| is_markup(c) || c == ':');
-        (text.ends_with(':') || rest.is_empty()).then_some(hit.kind)
+        // A backward rule-out cue heading a section (`Unlikely:`) rules out
+        // the lines under it, as a forward one does.
+        let kind = match hit.kind {
+            Kind::RuledOutBackward => Kind::RuledOutForward,
+            kind => kind,
+        };
+        (text.ends_with(':') || rest.is_empty()).then_some(kind)
     }
 
     /// The line holding a folded offset.
@@ -275,7 +308,8 @@ impl<'a> Layout<'a> {
         let gloss = self.bracket_filled_by(start, end);
         let allowance = gloss.map_or(0, |_| gloss_words(&self.folded.text[start..end]));
         let (start, end) = gloss.unwrap_or((start, end));
-        if self.line_of(start).section == Some(Kind::RuledOutForward) {
+        if self.line_of(start).section == Some(Kind::RuledOutForward) || self.is_under_ruled_out_label(start)
+        {
             return true;
         }
         let (clause_start, _) = self.clause_of(start);
@@ -299,6 +333,15 @@ impl<'a> Layout<'a> {
             || self
                 .hits_in(Kind::RuledOutBackward, clause_end.max(end), sentence_end.max(end))
                 .any(|hit| self.refers_back(hit.start))
+    }
+
+    /// Whether a span follows, on its line, a rule-out label that opens the
+    /// line (`Less likely: X, Y`, `- **Excluded:** X`): the label rules out
+    /// everything its line lists.
+    fn is_under_ruled_out_label(&self, start: usize) -> bool {
+        self.line_of(start)
+            .ruled_out_from
+            .is_some_and(|from| start >= from)
     }
 
     /// The bracket `(...)` a span fills (only spaces between them), as

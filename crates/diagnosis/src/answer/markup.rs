@@ -1,0 +1,320 @@
+//! Markup that carries meaning in how an answer is written rather than in
+//! its words, rewritten byte for byte (same length, so every offset stays
+//! the answer's) before the answer is read:
+//!
+//! - `~~struck~~` text (Markdown strikethrough) is what the writer
+//!   crossed out: it is blanked, as if never written.
+//! - `\boxed{…}` (LaTeX, with `\text{…}` and `$$` around it) is how a
+//!   model marks its final answer: it reads as the label `boxed:` before
+//!   the boxed text, and the label is one of the pack's final labels.
+//! - An ICD-10 code opening a line (`C83.38 – Diffuse large B-cell
+//!   lymphoma`) is blanked, so the name after it is what the line says. A
+//!   code of chapter R (symptoms, signs and abnormal findings not
+//!   elsewhere classified) or Z (reasons for an encounter) codes no
+//!   diagnosis: its whole line is blanked.
+//! - A line that is all quotation (`'Increasingly aggressive … amphetamines
+//!   positive.'`, 40 characters or more) quotes the case back: it is
+//!   blanked, so the answer's own words are what is read.
+//! - Dictated text with its punctuation spoken (`pain comma history of …
+//!   period`, three such words or more) gets the punctuation back:
+//!   `comma`, `period`, and `colon` after a sentence's first word
+//!   (`Impression colon X` reads `Impression: X`).
+
+/// `answer` with its meaningful markup rewritten (see the module), or
+/// `None` when it has none.
+pub(super) fn plain(answer: &str) -> Option<String> {
+    let mut out = answer.as_bytes().to_vec();
+    let mut changed = strike(answer, &mut out);
+    changed |= boxed(answer, &mut out);
+    changed |= codes(answer, &mut out);
+    changed |= quotations(answer, &mut out);
+    changed |= dictation(answer, &mut out);
+    // Only ASCII bytes were replaced, by ASCII bytes, between whole
+    // characters, so the bytes are still UTF-8.
+    changed.then(|| String::from_utf8(out).ok()).flatten()
+}
+
+fn blank(out: &mut [u8], range: std::ops::Range<usize>) {
+    for byte in &mut out[range] {
+        *byte = b' ';
+    }
+}
+
+/// Blanks `~~…~~` spans that open and close on one line.
+fn strike(answer: &str, out: &mut [u8]) -> bool {
+    let mut changed = false;
+    let mut line_start = 0;
+    for line in answer.split('\n') {
+        let mut from = 0;
+        while let Some(open) = line[from..].find("~~") {
+            let open = from + open;
+            let Some(close) = line[open + 2..].find("~~") else {
+                break;
+            };
+            let end = open + 2 + close + 2;
+            blank(out, line_start + open..line_start + end);
+            changed = true;
+            from = end;
+        }
+        line_start += line.len() + 1;
+    }
+    changed
+}
+
+/// Rewrites `\boxed{X}` as ` boxed:X ` (the braces, `\text{`-like commands
+/// inside and `$` around it blanked).
+fn boxed(answer: &str, out: &mut [u8]) -> bool {
+    const OPEN: &str = "\\boxed{";
+    let mut changed = false;
+    let mut from = 0;
+    while let Some(at) = answer[from..].find(OPEN) {
+        let start = from + at;
+        let body = start + OPEN.len();
+        let Some(close) = matching_brace(answer, body) else {
+            break;
+        };
+        out[start..body].copy_from_slice(b" boxed:");
+        let bytes = answer.as_bytes();
+        let mut index = body;
+        while index < close {
+            if bytes[index] == b'\\' {
+                // A command (`\text`, `\mathrm`) and the brace it opens.
+                let mut end = index + 1;
+                while end < close && bytes[end].is_ascii_alphabetic() {
+                    end += 1;
+                }
+                blank(out, index..end);
+                index = end;
+            } else {
+                if matches!(bytes[index], b'{' | b'}') {
+                    out[index] = b' ';
+                }
+                index += 1;
+            }
+        }
+        out[close] = b' ';
+        // `$`/`$$` right around the box.
+        let mut before = start;
+        while before > 0 && bytes[before - 1] == b'$' {
+            before -= 1;
+            out[before] = b' ';
+        }
+        let mut after = close + 1;
+        while after < bytes.len() && bytes[after] == b'$' {
+            out[after] = b' ';
+            after += 1;
+        }
+        changed = true;
+        from = close + 1;
+    }
+    changed
+}
+
+/// The offset of the `}` that closes the brace opened just before `body`.
+fn matching_brace(text: &str, body: usize) -> Option<usize> {
+    let mut depth = 1usize;
+    for (offset, byte) in text.as_bytes()[body..].iter().enumerate() {
+        match byte {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(body + offset);
+                }
+            }
+            b'\n' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Blanks an ICD-10 code that opens a line and is followed by a dash or a
+/// colon; the whole line when the code is of chapter R or Z.
+fn codes(answer: &str, out: &mut [u8]) -> bool {
+    let mut changed = false;
+    let mut line_start = 0;
+    for line in answer.split('\n') {
+        let content = line.len()
+            - line
+                .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '•'))
+                .len();
+        if let Some(length) = icd10_code(&line[content..]) {
+            let rest = line[content + length..].trim_start();
+            let separated = rest.starts_with(['-', ':', '–', '—', '|']);
+            if separated {
+                let chapter = line.as_bytes()[content];
+                // The code and its separator (`C83.38 – `).
+                let separator = rest.chars().next().map_or(0, char::len_utf8);
+                let end = if matches!(chapter, b'R' | b'Z') {
+                    line.len()
+                } else {
+                    line.len() - rest.len() + separator
+                };
+                blank(out, line_start + content..line_start + end);
+                changed = true;
+            }
+        }
+        line_start += line.len() + 1;
+    }
+    changed
+}
+
+/// Blanks lines that are all quotation.
+fn quotations(answer: &str, out: &mut [u8]) -> bool {
+    const PAIRS: [(&str, &str); 4] = [("'", "'"), ("\"", "\""), ("“", "”"), ("‘", "’")];
+    let mut changed = false;
+    let mut line_start = 0;
+    for line in answer.split('\n') {
+        let trimmed = line.trim();
+        let body = trimmed.trim_end_matches(['.', ',']);
+        let quoted = PAIRS.iter().any(|(open, close)| {
+            body.len() > open.len() + close.len() && body.starts_with(open) && body.ends_with(close)
+        });
+        if quoted && trimmed.chars().count() >= 40 {
+            blank(out, line_start..line_start + line.len());
+            changed = true;
+        }
+        line_start += line.len() + 1;
+    }
+    changed
+}
+
+/// Puts back spoken punctuation in dictated text.
+fn dictation(answer: &str, out: &mut [u8]) -> bool {
+    let words = |word: &'static str| {
+        answer
+            .match_indices(word)
+            .filter(move |(at, _)| {
+                let before = answer[..*at].chars().next_back();
+                let after = answer[at + word.len()..].chars().next();
+                before == Some(' ') && !after.is_some_and(char::is_alphanumeric)
+            })
+            .map(|(at, _)| at)
+    };
+    if words("comma").count() + words("period").count() < 3 {
+        return false;
+    }
+    for (word, mark) in [("comma", b','), ("period", b'.')] {
+        for at in words(word).collect::<Vec<_>>() {
+            // ` comma` → `,` where the space was, the word blanked (only
+            // blanked when the writer typed the mark as well: `period.`).
+            let typed = answer[at + word.len()..].starts_with(['.', ',', ':', ';']);
+            if !typed {
+                out[at - 1] = mark;
+            }
+            blank(out, at..at + word.len());
+        }
+    }
+    for at in words("colon").collect::<Vec<_>>() {
+        // Right after a sentence's first word: `Impression colon`.
+        let before = answer[..at - 1].trim_end_matches(|c: char| c.is_alphanumeric());
+        let spoken_end = before.trim_end();
+        let opens = before.is_empty()
+            || before.ends_with('\n')
+            || spoken_end.ends_with('.')
+            || spoken_end.ends_with(" period")
+            || spoken_end.is_empty();
+        if opens {
+            out[at - 1] = b':';
+            blank(out, at..at + "colon".len());
+        }
+    }
+    true
+}
+
+/// The length of an ICD-10 code at the start of `text`: a capital, two
+/// digits (the second may be a letter), then optionally a dot and one to
+/// four digits or capitals — and nothing alphanumeric right after.
+fn icd10_code(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let letter = bytes.first().is_some_and(u8::is_ascii_uppercase);
+    let digits = bytes.get(1).is_some_and(u8::is_ascii_digit)
+        && bytes
+            .get(2)
+            .is_some_and(|b| b.is_ascii_digit() || b.is_ascii_uppercase());
+    if !(letter && digits) {
+        return None;
+    }
+    let mut length = 3;
+    if bytes.get(3) == Some(&b'.') {
+        let sub = bytes[4..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+            .count();
+        if (1..=4).contains(&sub) {
+            length = 4 + sub;
+        }
+    }
+    (!bytes.get(length).is_some_and(u8::is_ascii_alphanumeric)).then_some(length)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn struck_text_is_blanked_byte_for_byte() {
+        let answer = "~~Seborrheic keratosis~~ → **Melanoma**\nnot ~~this";
+        let plain = plain(answer).unwrap_or_default();
+        assert_eq!(plain.len(), answer.len());
+        assert!(!plain.contains("Seborrheic"));
+        assert!(plain.contains("**Melanoma**"));
+        // An unclosed mark on its line strikes nothing.
+        assert!(plain.ends_with("not ~~this"));
+    }
+
+    #[test]
+    fn a_boxed_answer_reads_as_a_label() {
+        let answer = "Findings.\n\n$$\\boxed{\\text{Acute myeloid leukemia (AML)}}$$\n";
+        let plain = plain(answer).unwrap_or_default();
+        assert_eq!(plain.len(), answer.len());
+        assert_eq!(
+            plain.split_whitespace().collect::<Vec<_>>(),
+            ["Findings.", "boxed:", "Acute", "myeloid", "leukemia", "(AML)"]
+        );
+    }
+
+    #[test]
+    fn icd10_codes_are_blanked_and_symptom_codes_take_their_line() {
+        let answer = "C83.38 – Diffuse large B-cell lymphoma\nR42 – Dizziness and giddiness\nB12 deficiency";
+        let plain = plain(answer).unwrap_or_default();
+        let lines: Vec<&str> = plain.lines().map(str::trim).collect();
+        assert_eq!(lines, ["Diffuse large B-cell lymphoma", "", "B12 deficiency"]);
+        assert_eq!(icd10_code("M91.12 x"), Some(6));
+        assert_eq!(icd10_code("COVID"), None);
+        assert_eq!(icd10_code("H30.91"), Some(6));
+        assert!(plain_is_none("Plain text, nothing marked."));
+    }
+
+    #[test]
+    fn a_quoted_case_is_blanked_and_short_quotes_stay() {
+        let answer = "'Persistent, forceful vomiting after alcohol ... free mediastinal air.'\n\nBoerhaave.";
+        let plain = plain(answer).unwrap_or_default();
+        assert_eq!(plain.trim(), "Boerhaave.");
+        assert!(plain_is_none("'Boerhaave.'\nThat is all."));
+    }
+
+    #[test]
+    fn spoken_punctuation_is_put_back() {
+        let answer = "Hand clinic dictation. Pain comma swelling period. Impression colon de Quervain tenosynovitis period. Plan colon splint comma NSAIDs period.";
+        let put_back = plain(answer).unwrap_or_default();
+        assert_eq!(put_back.len(), answer.len());
+        let squeezed = put_back.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            squeezed,
+            // A mark the writer typed as well stays where it was typed.
+            "Hand clinic dictation. Pain, swelling . Impression: de Quervain tenosynovitis . Plan: splint, NSAIDs ."
+        );
+        // The organ stays, and an answer that says `period` once is no dictation.
+        let organ = plain("Impression colon X comma Y period. A mass in the distal colon period.")
+            .unwrap_or_default();
+        let organ = organ.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(organ, "Impression: X, Y . A mass in the distal colon .");
+        assert!(plain_is_none("Symptoms for a period of two weeks, then better."));
+    }
+
+    fn plain_is_none(answer: &str) -> bool {
+        plain(answer).is_none()
+    }
+}
