@@ -16,7 +16,8 @@
 //!   positive.'`, 40 characters or more) quotes the case back: it is
 //!   blanked, so the answer's own words are what is read.
 //! - Dictated text with its punctuation spoken (`pain comma history of …
-//!   period`, three such words or more) gets the punctuation back:
+//!   period`, three such words or more, a `comma` among them) gets the
+//!   punctuation back:
 //!   `comma`, `period`, and `colon` after a sentence's first word
 //!   (`Impression colon X` reads `Impression: X`).
 
@@ -192,7 +193,10 @@ fn dictation(answer: &str, out: &mut [u8]) -> bool {
             })
             .map(|(at, _)| at)
     };
-    if words("comma").count() + words("period").count() < 3 {
+    // `period` alone is an everyday word (`the neonatal period`); spoken
+    // punctuation has commas too.
+    let commas = words("comma").count();
+    if commas == 0 || commas + words("period").count() < 3 {
         return false;
     }
     for (word, mark) in [("comma", b','), ("period", b'.')] {
@@ -312,6 +316,9 @@ mod tests {
         let organ = organ.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(organ, "Impression: X, Y . A mass in the distal colon .");
         assert!(plain_is_none("Symptoms for a period of two weeks, then better."));
+        assert!(plain_is_none(
+            "Jaundice in the neonatal period, worse after the period of fasting; incubation period short."
+        ));
     }
 
     fn plain_is_none(answer: &str) -> bool {
