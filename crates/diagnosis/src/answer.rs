@@ -58,6 +58,10 @@ pub struct Mention {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
     pub leading: Option<Mention>,
+    /// Diagnoses that lead together with `leading`: the first diagnosis of
+    /// each item of a list a co-lead phrase introduces (`Two coexisting
+    /// diagnoses: 1. X 2. Y`); they are in `differential` too.
+    pub co_leading: Vec<Mention>,
     pub differential: Vec<Mention>,
     pub ruled_out: Vec<Mention>,
     /// Tests ordered: `tests.yaml` names, else the ordering phrase as written.
@@ -200,8 +204,10 @@ impl Reader {
             }
         }
         let (tests_ordered, orders) = self.tests_ordered(&layout);
+        let co_leading = self.co_leads(&layout, &offered);
         Reading {
             leading,
+            co_leading,
             differential,
             ruled_out: self.ruled_out(&layout, &found),
             tests_ordered,
@@ -526,6 +532,51 @@ impl Reader {
 }
 
 impl Reader {
+    /// The first diagnosis of each list item under a co-lead phrase, to the
+    /// first blank line after it.
+    fn co_leads(&self, layout: &Layout<'_>, offered: &[Found]) -> Vec<Mention> {
+        let text = &layout.folded.text;
+        let Some(cue) = self
+            .cues
+            .co_leads
+            .iter()
+            .filter_map(|phrase| {
+                text.match_indices(phrase.as_str())
+                    .find(|(at, _)| is_boundary(text, *at) && is_boundary(text, at + phrase.len()))
+                    .map(|(at, _)| at)
+            })
+            .min()
+        else {
+            return Vec::new();
+        };
+        let cue_line = layout.line_of(cue).end;
+        let mut out: Vec<Mention> = Vec::new();
+        let mut lines_seen = Vec::new();
+        for line in layout.lines.iter().filter(|line| line.start > cue_line) {
+            if line.blank {
+                if !lines_seen.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            let item = text[line.start..line.end].trim_start();
+            let numbered = item
+                .split_once(['.', ')'])
+                .is_some_and(|(number, _)| !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()));
+            if !(numbered || item.starts_with(['-', '*', '•'])) {
+                continue;
+            }
+            lines_seen.push(line.start);
+            if let Some(first) = offered
+                .iter()
+                .find(|f| line.content <= f.start && f.end <= line.end)
+            {
+                out.push(self.mention(layout, first.start, first.end, Some(*first)));
+            }
+        }
+        out
+    }
+
     /// Whether a cue or a diagnosis at `start` is conditional: a conditional
     /// word opens its sentence or stands at most two words before it.
     fn is_conditional(&self, layout: &Layout<'_>, start: usize) -> bool {

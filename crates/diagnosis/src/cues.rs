@@ -69,6 +69,9 @@ struct RawCues {
     /// Optional: labels whose line lists what is ruled out.
     #[serde(default)]
     ruled_out_labels: Vec<String>,
+    /// Optional: phrases that introduce a list of co-leading diagnoses.
+    #[serde(default)]
+    co_leads: Vec<String>,
 
     spellings: BTreeMap<String, String>,
 }
@@ -153,6 +156,9 @@ pub(crate) struct Cues {
     /// Labels that open a line with a colon and rule out everything the
     /// line lists (`Less likely: X, Y`).
     pub ruled_out_labels: Vec<String>,
+    /// Phrases that introduce a list whose items all lead (`two coexisting
+    /// diagnoses:`): the first diagnosis of each item is a co-lead.
+    pub co_leads: Vec<String>,
 
     pub lexicon: Lexicon,
 }
@@ -278,6 +284,7 @@ impl Cues {
             titles: lowered(&raw.titles),
             conditionals: lowered(&raw.conditionals),
             ruled_out_labels: lowered(&raw.ruled_out_labels),
+            co_leads: lowered(&raw.co_leads),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,

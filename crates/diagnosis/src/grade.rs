@@ -309,6 +309,16 @@ pub fn grade(reader: &Reader, answer: &Reading, reference: &str) -> (Grade, Stri
             );
         }
     }
+    if let Some(co_lead) = answer
+        .co_leading
+        .iter()
+        .find(|mention| reference.is_exact(reader, mention))
+    {
+        return (
+            Grade::Exact,
+            format!("co-leading '{}' is the reference", co_lead.text),
+        );
+    }
     if reference.is_offered(reader, answer) {
         return (
             Grade::Related,
@@ -344,6 +354,28 @@ mod tests {
     fn graded(answer: &str, reference: &str) -> Grade {
         let reader = reader();
         grade(&reader, &reader.read(answer), reference).0
+    }
+
+    #[test]
+    fn a_co_leading_diagnosis_is_exact() {
+        for (answer, expected) in [
+            (
+                "I'd commit to two coexisting diagnoses:\n1. Lambert-Eaton myasthenic syndrome – areflexia.\n2. Myasthenia gravis – fatigable ptosis.",
+                Grade::Exact,
+            ),
+            // A differential list is no co-lead list.
+            (
+                "Differential:\n1. Lambert-Eaton myasthenic syndrome\n2. Myasthenia gravis",
+                Grade::Related,
+            ),
+            // An item after the list's blank line is not one of its items.
+            (
+                "Two things going on at once:\n- Lambert-Eaton myasthenic syndrome\n- Botulism\n\nDifferential:\n- Myasthenia gravis",
+                Grade::Related,
+            ),
+        ] {
+            assert_eq!(graded(answer, "Myasthenia gravis"), expected, "{answer}");
+        }
     }
 
     #[test]
