@@ -570,7 +570,7 @@ fn temperature(text: &str) -> Result<f64, String> {
 /// `--commit-secs`: seconds in [0, 3600].
 fn commit_secs(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(value) if (0.0..=3600.0).contains(&value) => Ok(value),
+        Ok(value) if crate::pipeline::COMMIT_SECS.contains(&value) => Ok(value),
         _ => Err(format!("`{text}` is not a number of seconds in [0, 3600]")),
     }
 }

@@ -79,6 +79,9 @@ fn family_ids(vocabulary: &cfeval_schema::vocab::Vocabulary) -> Vec<String> {
 /// about every two seconds instead of every chunk of rows.
 pub const DEFAULT_COMMIT_SECS: f64 = 2.0;
 
+/// The seconds `commit-secs` (and `--commit-secs`) may take: at most an hour.
+pub const COMMIT_SECS: std::ops::RangeInclusive<f64> = 0.0..=3600.0;
+
 /// A pipeline file's problem, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineError {
@@ -804,7 +807,7 @@ impl Checker<'_> {
             .min(u32::MAX as usize) as u32;
         let temperature = self.temperature(infer.temperature.as_ref(), 0.0)?;
         let commit_secs = match infer.commit_secs.as_ref() {
-            Some(value) if !(0.0..=3600.0).contains(value.get_ref()) => {
+            Some(value) if !COMMIT_SECS.contains(value.get_ref()) => {
                 return Err(self.spanned(
                     value,
                     format!("commit-secs {} is not in [0, 3600] seconds", value.get_ref()),

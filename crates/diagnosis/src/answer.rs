@@ -32,7 +32,7 @@ use crate::cues::{Cues, Kind};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ontology::{Found, Ontology};
-use crate::text::is_boundary;
+use crate::text::{is_boundary, whole_word_places};
 
 /// Reading the leader a label names.
 mod label;
@@ -125,16 +125,8 @@ impl Reader {
 
     /// Reads one answer.
     pub fn read(&self, answer: &str) -> Reading {
-        let answered;
-        let answer = match without_reasoning(answer, &self.cues.reasoning_tags) {
-            Some(rest) => {
-                answered = rest;
-                answered.as_str()
-            }
-            None => answer,
-        };
         let unmarked;
-        let answer = match markup::plain(answer) {
+        let answer = match markup::plain(answer, &self.cues.reasoning_tags) {
             Some(plain) => {
                 unmarked = plain;
                 unmarked.as_str()
@@ -441,11 +433,10 @@ impl Reader {
     fn ranks(&self, layout: &Layout<'_>, position: usize) -> bool {
         let (start, end) = layout.sentence_of(position);
         let sentence = &layout.folded.text[start..end];
-        self.cues.rankings.iter().any(|ranking| {
-            sentence
-                .match_indices(ranking.as_str())
-                .any(|(at, _)| is_boundary(sentence, at) && is_boundary(sentence, at + ranking.len()))
-        })
+        self.cues
+            .rankings
+            .iter()
+            .any(|ranking| whole_word_places(sentence, ranking).next().is_some())
     }
 
     /// Whether what follows a phrase in its sentence (`end`) makes it a
@@ -540,21 +531,17 @@ impl Reader {
             .cues
             .co_leads
             .iter()
-            .filter_map(|phrase| {
-                text.match_indices(phrase.as_str())
-                    .find(|(at, _)| is_boundary(text, *at) && is_boundary(text, at + phrase.len()))
-                    .map(|(at, _)| at)
-            })
+            .filter_map(|phrase| whole_word_places(text, phrase).next())
             .min()
         else {
             return Vec::new();
         };
         let cue_line = layout.line_of(cue).end;
         let mut out: Vec<Mention> = Vec::new();
-        let mut lines_seen = Vec::new();
+        let mut listed = false;
         for line in layout.lines.iter().filter(|line| line.start > cue_line) {
             if line.blank {
-                if !lines_seen.is_empty() {
+                if listed {
                     break;
                 }
                 continue;
@@ -566,7 +553,7 @@ impl Reader {
             if !(numbered || item.starts_with(['-', '*', '•'])) {
                 continue;
             }
-            lines_seen.push(line.start);
+            listed = true;
             if let Some(first) = offered
                 .iter()
                 .find(|f| line.content <= f.start && f.end <= line.end)
@@ -601,50 +588,16 @@ impl Reader {
     /// (`problem list`, `dictation`) and no diagnosis the ontology knows.
     fn is_title(&self, layout: &Layout<'_>, line: &crate::layout::Line, offered: &[Found]) -> bool {
         let text = &layout.folded.text[line.content..line.end];
-        let titled = self.cues.titles.iter().any(|title| {
-            text.match_indices(title.as_str())
-                .any(|(at, _)| is_boundary(text, at) && is_boundary(text, at + title.len()))
-        });
+        let titled = self
+            .cues
+            .titles
+            .iter()
+            .any(|title| whole_word_places(text, title).next().is_some());
         titled
             && !offered
                 .iter()
                 .any(|f| line.content <= f.start && f.end <= line.end)
     }
-}
-
-/// `answer` with its reasoning traces (`<think>…</think>`, for each of
-/// `tags`, any case) blanked out byte for byte, so offsets stay those of
-/// the answer — when the answer goes on after its last trace. `None` when
-/// there is no closed trace, or nothing but the trace.
-fn without_reasoning(answer: &str, tags: &[String]) -> Option<String> {
-    let lower = answer.to_ascii_lowercase();
-    let mut blocks = Vec::new();
-    for tag in tags {
-        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-        let mut from = 0;
-        while let Some(at) = lower[from..].find(&open) {
-            let start = from + at;
-            let Some(length) = lower[start..].find(&close) else {
-                break;
-            };
-            let end = start + length + close.len();
-            blocks.push(start..end);
-            from = end;
-        }
-    }
-    let last = blocks.iter().map(|block| block.end).max()?;
-    if !answer[last..].chars().any(char::is_alphanumeric) {
-        return None;
-    }
-    let mut out = answer.as_bytes().to_vec();
-    for block in blocks {
-        for byte in &mut out[block] {
-            *byte = b' ';
-        }
-    }
-    // Whole characters were blanked (a block starts and ends at ASCII `<`
-    // and `>`), so the bytes are still UTF-8.
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -732,17 +685,18 @@ pub(crate) mod tests {
         let reading = reader().read(answer);
         assert!(reading.ruled_out.is_empty(), "{:?}", reading.ruled_out);
         // Case and the other tags; offsets stay the answer's.
-        let blanked = without_reasoning("<THINKING>MG</THINKING> Botulism", &["thinking".to_string()]);
+        let blanked =
+            markup::without_reasoning("<THINKING>MG</THINKING> Botulism", &["thinking".to_string()]);
         assert_eq!(blanked.as_deref(), Some("                        Botulism"));
         // A trace with nothing after it is all there is: read as written.
         assert_eq!(
-            without_reasoning("<think>Botulism.</think>\n", &["think".to_string()]),
+            markup::without_reasoning("<think>Botulism.</think>\n", &["think".to_string()]),
             None
         );
         assert_eq!(leading("<think>Botulism.</think>").0.as_deref(), Some("botulism"));
         // An unclosed trace is not one.
         assert_eq!(
-            without_reasoning("<think>Botulism. MG", &["think".to_string()]),
+            markup::without_reasoning("<think>Botulism. MG", &["think".to_string()]),
             None
         );
     }

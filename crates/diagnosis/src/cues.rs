@@ -362,7 +362,6 @@ fn composed_declines(hits: &[Hit], text: &str) -> Vec<Hit> {
     declines
 }
 
-/// Every occurrence of every cue at word boundaries.
 /// Phrases trimmed and lower-cased.
 fn lowered<C: FromIterator<String>>(phrases: &[String]) -> C {
     phrases
@@ -376,6 +375,7 @@ fn trimmed<C: FromIterator<String>>(phrases: &[String]) -> C {
     phrases.iter().map(|phrase| phrase.trim().to_string()).collect()
 }
 
+/// Every occurrence of every cue at word boundaries.
 fn find_all(cues: &[(Kind, String)], text: &str) -> Vec<Hit> {
     let mut hits = Vec::new();
     for (kind, cue) in cues {

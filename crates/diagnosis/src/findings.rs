@@ -877,14 +877,7 @@ fn own_names(reference: &str) -> Vec<String> {
 
 /// Whole-word containment (`needle` already lowercase).
 fn contains_phrase(haystack: &str, needle: &str) -> bool {
-    if needle.is_empty() {
-        return false;
-    }
-    haystack.match_indices(needle).any(|(at, _)| {
-        let before = haystack[..at].chars().next_back();
-        let after = haystack[at + needle.len()..].chars().next();
-        before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
-    })
+    crate::text::whole_word_places(haystack, needle).next().is_some()
 }
 
 #[cfg(test)]

@@ -132,15 +132,11 @@ impl<'a> Layout<'a> {
             lines: Vec::new(),
             lower_case: writes_lower_case(original),
         };
-        layout.lines = layout.lay_lines();
-        let text = &layout.folded.text;
-        for line in &mut layout.lines {
-            line.ruled_out_from = ruled_out_label_end(text, line.content, line.end, &cues.ruled_out_labels);
-        }
+        layout.lines = layout.lay_lines(&cues.ruled_out_labels);
         layout
     }
 
-    fn lay_lines(&self) -> Vec<Line> {
+    fn lay_lines(&self, ruled_out_labels: &[String]) -> Vec<Line> {
         let text = &self.folded.text;
         let mut lines = Vec::new();
         let mut start = 0;
@@ -179,7 +175,7 @@ impl<'a> Layout<'a> {
                 blank,
                 header,
                 section: if header.is_some() { None } else { section },
-                ruled_out_from: None,
+                ruled_out_from: ruled_out_label_end(text, content, end, ruled_out_labels),
             });
             start = end + 1;
         }

@@ -200,17 +200,7 @@ impl Ranges {
 /// Where `phrase` occurs in `text` as whole words (the last place), if it
 /// does.
 fn phrase_at(text: &str, phrase: &str) -> Option<usize> {
-    if phrase.is_empty() {
-        return None;
-    }
-    text.match_indices(phrase)
-        .filter(|(at, _)| {
-            let before = text[..*at].chars().next_back();
-            let after = text[at + phrase.len()..].chars().next();
-            before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
-        })
-        .map(|(at, _)| at)
-        .last()
+    crate::text::whole_word_places(text, phrase).last()
 }
 
 /// A unit as compared: lower case, no spaces, one micro sign, `³` as `^3`.

@@ -203,6 +203,18 @@ pub(crate) fn content_words(phrase: &str, lexicon: &Lexicon) -> Vec<String> {
 }
 
 /// Whether `position` in `text` starts or ends at a word boundary.
+/// Where `phrase` occurs in `text` as whole words: the character before
+/// and after each place is not alphanumeric. An empty phrase is nowhere.
+pub(crate) fn whole_word_places<'t>(text: &'t str, phrase: &'t str) -> impl Iterator<Item = usize> + 't {
+    text.match_indices(phrase).map(|(at, _)| at).filter(move |&at| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + phrase.len()..].chars().next();
+        !phrase.is_empty()
+            && before.is_none_or(|c| !c.is_alphanumeric())
+            && after.is_none_or(|c| !c.is_alphanumeric())
+    })
+}
+
 pub(crate) fn is_boundary(text: &str, position: usize) -> bool {
     let before = text[..position].chars().next_back();
     let after = text[position..].chars().next();

@@ -2,6 +2,9 @@
 //! its words, rewritten byte for byte (same length, so every offset stays
 //! the answer's) before the answer is read:
 //!
+//! - A reasoning trace (`<think>…</think>`, for each of the pack's
+//!   `reasoning_tags`) before the answer is its reasoning, not its answer:
+//!   blanked, when the answer goes on after it.
 //! - `~~struck~~` text (Markdown strikethrough) is what the writer
 //!   crossed out: it is blanked, as if never written.
 //! - `\boxed{…}` (LaTeX, with `\text{…}` and `$$` around it) is how a
@@ -21,18 +24,25 @@
 //!   `comma`, `period`, and `colon` after a sentence's first word
 //!   (`Impression colon X` reads `Impression: X`).
 
-/// `answer` with its meaningful markup rewritten (see the module), or
-/// `None` when it has none.
-pub(super) fn plain(answer: &str) -> Option<String> {
-    let mut out = answer.as_bytes().to_vec();
-    let mut changed = strike(answer, &mut out);
-    changed |= boxed(answer, &mut out);
-    changed |= codes(answer, &mut out);
-    changed |= quotations(answer, &mut out);
-    changed |= dictation(answer, &mut out);
-    // Only ASCII bytes were replaced, by ASCII bytes, between whole
-    // characters, so the bytes are still UTF-8.
-    changed.then(|| String::from_utf8(out).ok()).flatten()
+/// `answer` with its reasoning traces (of `reasoning_tags`) blanked and
+/// then its other meaningful markup rewritten (see the module), or `None`
+/// when it has neither.
+pub(super) fn plain(answer: &str, reasoning_tags: &[String]) -> Option<String> {
+    let answered = without_reasoning(answer, reasoning_tags);
+    let text = answered.as_deref().unwrap_or(answer);
+    let mut out = text.as_bytes().to_vec();
+    let mut changed = strike(text, &mut out);
+    changed |= boxed(text, &mut out);
+    changed |= codes(text, &mut out);
+    changed |= quotations(text, &mut out);
+    changed |= dictation(text, &mut out);
+    // Whole characters were replaced by ASCII bytes, so the bytes are
+    // still UTF-8.
+    if changed {
+        String::from_utf8(out).ok()
+    } else {
+        answered
+    }
 }
 
 fn blank(out: &mut [u8], range: std::ops::Range<usize>) {
@@ -41,11 +51,52 @@ fn blank(out: &mut [u8], range: std::ops::Range<usize>) {
     }
 }
 
+/// The lines of `text` with the offset each starts at.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n').scan(0, |start, line| {
+        let at = *start;
+        *start += line.len() + 1;
+        Some((at, line))
+    })
+}
+
+/// `answer` with its reasoning traces (`<think>…</think>`, for each of
+/// `tags`, any case) blanked out byte for byte, so offsets stay those of
+/// the answer — when the answer goes on after its last trace. `None` when
+/// there is no closed trace, or nothing but the trace.
+pub(super) fn without_reasoning(answer: &str, tags: &[String]) -> Option<String> {
+    let lower = answer.to_ascii_lowercase();
+    let mut blocks = Vec::new();
+    for tag in tags {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(&open) {
+            let start = from + at;
+            let Some(length) = lower[start..].find(&close) else {
+                break;
+            };
+            let end = start + length + close.len();
+            blocks.push(start..end);
+            from = end;
+        }
+    }
+    let last = blocks.iter().map(|block| block.end).max()?;
+    if !answer[last..].chars().any(char::is_alphanumeric) {
+        return None;
+    }
+    let mut out = answer.as_bytes().to_vec();
+    for block in blocks {
+        blank(&mut out, block);
+    }
+    // Whole characters were blanked (a block starts and ends at ASCII `<`
+    // and `>`), so the bytes are still UTF-8.
+    String::from_utf8(out).ok()
+}
+
 /// Blanks `~~…~~` spans that open and close on one line.
 fn strike(answer: &str, out: &mut [u8]) -> bool {
     let mut changed = false;
-    let mut line_start = 0;
-    for line in answer.split('\n') {
+    for (line_start, line) in lines(answer) {
         let mut from = 0;
         while let Some(open) = line[from..].find("~~") {
             let open = from + open;
@@ -57,7 +108,6 @@ fn strike(answer: &str, out: &mut [u8]) -> bool {
             changed = true;
             from = end;
         }
-        line_start += line.len() + 1;
     }
     changed
 }
@@ -134,8 +184,7 @@ fn matching_brace(text: &str, body: usize) -> Option<usize> {
 /// colon; the whole line when the code is of chapter R or Z.
 fn codes(answer: &str, out: &mut [u8]) -> bool {
     let mut changed = false;
-    let mut line_start = 0;
-    for line in answer.split('\n') {
+    for (line_start, line) in lines(answer) {
         let content = line.len()
             - line
                 .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '•'))
@@ -156,7 +205,6 @@ fn codes(answer: &str, out: &mut [u8]) -> bool {
                 changed = true;
             }
         }
-        line_start += line.len() + 1;
     }
     changed
 }
@@ -165,8 +213,7 @@ fn codes(answer: &str, out: &mut [u8]) -> bool {
 fn quotations(answer: &str, out: &mut [u8]) -> bool {
     const PAIRS: [(&str, &str); 4] = [("'", "'"), ("\"", "\""), ("“", "”"), ("‘", "’")];
     let mut changed = false;
-    let mut line_start = 0;
-    for line in answer.split('\n') {
+    for (line_start, line) in lines(answer) {
         let trimmed = line.trim();
         let body = trimmed.trim_end_matches(['.', ',']);
         let quoted = PAIRS.iter().any(|(open, close)| {
@@ -176,7 +223,6 @@ fn quotations(answer: &str, out: &mut [u8]) -> bool {
             blank(out, line_start..line_start + line.len());
             changed = true;
         }
-        line_start += line.len() + 1;
     }
     changed
 }
@@ -214,11 +260,10 @@ fn dictation(answer: &str, out: &mut [u8]) -> bool {
         // Right after a sentence's first word: `Impression colon`.
         let before = answer[..at - 1].trim_end_matches(|c: char| c.is_alphanumeric());
         let spoken_end = before.trim_end();
-        let opens = before.is_empty()
+        let opens = spoken_end.is_empty()
             || before.ends_with('\n')
             || spoken_end.ends_with('.')
-            || spoken_end.ends_with(" period")
-            || spoken_end.is_empty();
+            || spoken_end.ends_with(" period");
         if opens {
             out[at - 1] = b':';
             blank(out, at..at + "colon".len());
@@ -260,7 +305,7 @@ mod tests {
     #[test]
     fn struck_text_is_blanked_byte_for_byte() {
         let answer = "~~Seborrheic keratosis~~ → **Melanoma**\nnot ~~this";
-        let plain = plain(answer).unwrap_or_default();
+        let plain = plain(answer, &[]).unwrap_or_default();
         assert_eq!(plain.len(), answer.len());
         assert!(!plain.contains("Seborrheic"));
         assert!(plain.contains("**Melanoma**"));
@@ -271,7 +316,7 @@ mod tests {
     #[test]
     fn a_boxed_answer_reads_as_a_label() {
         let answer = "Findings.\n\n$$\\boxed{\\text{Acute myeloid leukemia (AML)}}$$\n";
-        let plain = plain(answer).unwrap_or_default();
+        let plain = plain(answer, &[]).unwrap_or_default();
         assert_eq!(plain.len(), answer.len());
         assert_eq!(
             plain.split_whitespace().collect::<Vec<_>>(),
@@ -282,7 +327,7 @@ mod tests {
     #[test]
     fn icd10_codes_are_blanked_and_symptom_codes_take_their_line() {
         let answer = "C83.38 – Diffuse large B-cell lymphoma\nR42 – Dizziness and giddiness\nB12 deficiency";
-        let plain = plain(answer).unwrap_or_default();
+        let plain = plain(answer, &[]).unwrap_or_default();
         let lines: Vec<&str> = plain.lines().map(str::trim).collect();
         assert_eq!(lines, ["Diffuse large B-cell lymphoma", "", "B12 deficiency"]);
         assert_eq!(icd10_code("M91.12 x"), Some(6));
@@ -294,7 +339,7 @@ mod tests {
     #[test]
     fn a_quoted_case_is_blanked_and_short_quotes_stay() {
         let answer = "'Persistent, forceful vomiting after alcohol ... free mediastinal air.'\n\nBoerhaave.";
-        let plain = plain(answer).unwrap_or_default();
+        let plain = plain(answer, &[]).unwrap_or_default();
         assert_eq!(plain.trim(), "Boerhaave.");
         assert!(plain_is_none("'Boerhaave.'\nThat is all."));
     }
@@ -302,7 +347,7 @@ mod tests {
     #[test]
     fn spoken_punctuation_is_put_back() {
         let answer = "Hand clinic dictation. Pain comma swelling period. Impression colon de Quervain tenosynovitis period. Plan colon splint comma NSAIDs period.";
-        let put_back = plain(answer).unwrap_or_default();
+        let put_back = plain(answer, &[]).unwrap_or_default();
         assert_eq!(put_back.len(), answer.len());
         let squeezed = put_back.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(
@@ -311,8 +356,11 @@ mod tests {
             "Hand clinic dictation. Pain, swelling . Impression: de Quervain tenosynovitis . Plan: splint, NSAIDs ."
         );
         // The organ stays, and an answer that says `period` once is no dictation.
-        let organ = plain("Impression colon X comma Y period. A mass in the distal colon period.")
-            .unwrap_or_default();
+        let organ = plain(
+            "Impression colon X comma Y period. A mass in the distal colon period.",
+            &[],
+        )
+        .unwrap_or_default();
         let organ = organ.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(organ, "Impression: X, Y . A mass in the distal colon .");
         assert!(plain_is_none("Symptoms for a period of two weeks, then better."));
@@ -322,6 +370,6 @@ mod tests {
     }
 
     fn plain_is_none(answer: &str) -> bool {
-        plain(answer).is_none()
+        plain(answer, &[]).is_none()
     }
 }
