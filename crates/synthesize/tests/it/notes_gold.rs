@@ -326,25 +326,46 @@ const DEV2_PRECISION_FLOOR: f64 = 0.83;
 /// dictated letters with speech-recognition slips, SOAP notes, prior
 /// authorisation letters, EHR summaries pasted from structured fields,
 /// radiation oncology consults), written blind by a third hand after the
-/// fifth round with the vocabulary's conventions written out for it, and
+/// fifth round with the vocabulary's conventions written out for it. It was
+/// held out once (0.902 / 0.836) and is read as a development set since the
+/// sixth round, when `notes-heldout3` took its place: every miss is printed
+/// under `CFEVAL_NOTES_REPORT=1`.
+#[test]
+fn notes_third_development_set_precision_and_recall() {
+    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+    assert_set_holds("notes-dev3", verbose, DEV3_PRECISION_FLOOR, DEV3_RECALL_FLOOR);
+}
+
+/// Just under its held-out measurement: precision 0.902, recall 0.836
+/// (cancer type 1.000 / 0.992, metastatic 0.980 / 0.832, stage group 0.947
+/// / 0.789, surgery 0.962 / 0.926, prior lines 0.618 / 0.651).
+const DEV3_RECALL_FLOOR: f64 = 0.83;
+const DEV3_PRECISION_FLOOR: f64 = 0.90;
+
+/// A fourth set of 96 notes in 8 more styles (tumour-board summaries,
+/// discharge summaries, second-opinion letters that correct the outside
+/// record, emergency department notes, trial screening checklists,
+/// telehealth visits with facts as the patient recalls them, resident
+/// handoffs, notes by non-native writers with European conventions),
+/// written blind by a fourth hand with the vocabulary's conventions, and
 /// never read to write a rule: only the figures are printed, never a note,
 /// so that it stays a measurement.
 #[test]
 fn notes_held_out_precision_and_recall() {
     assert_set_holds(
-        "notes-heldout2",
+        "notes-heldout3",
         false,
         HELD_OUT_PRECISION_FLOOR,
         HELD_OUT_RECALL_FLOOR,
     );
 }
 
-/// Just under what the held-out set measured when it was added: precision
-/// 0.902, recall 0.836 (cancer type 1.000 / 0.992, metastatic 0.980 /
-/// 0.832, stage group 0.947 / 0.789, surgery 0.962 / 0.926, prior lines
-/// 0.618 / 0.651).
-const HELD_OUT_RECALL_FLOOR: f64 = 0.83;
-const HELD_OUT_PRECISION_FLOOR: f64 = 0.90;
+/// Just under what the held-out set measured when it was added, before the
+/// sixth round: precision 0.849, recall 0.827 (cancer type 0.978 / 0.958,
+/// metastatic 0.922 / 0.865, stage group 0.830 / 0.811, surgery 0.897 /
+/// 0.897, prior lines 0.527 / 0.547).
+const HELD_OUT_RECALL_FLOOR: f64 = 0.82;
+const HELD_OUT_PRECISION_FLOOR: f64 = 0.84;
 
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
@@ -355,7 +376,8 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
     for note in notes("notes")
         .into_iter()
         .chain(notes("notes-dev2"))
-        .chain(notes("notes-heldout2"))
+        .chain(notes("notes-dev3"))
+        .chain(notes("notes-heldout3"))
     {
         let ends: Vec<usize> = note
             .text
