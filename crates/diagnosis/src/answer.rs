@@ -152,6 +152,12 @@ impl Reader {
                 .hits
                 .iter()
                 .any(|hit| hit.kind == Kind::Declines && !layout.is_negated(hit));
+        // A refusal under a heading (`## Impression` / `I can't commit to
+        // a diagnosis`) names no leader with its words, as a refusal's
+        // sentences name none with theirs (step 2).
+        if declines && source == "heading" && leading.as_ref().is_some_and(|lead| lead.id.is_none()) {
+            (leading, source) = (None, "none");
+        }
         if leading.is_none() {
             (leading, source) = self.by_sentence(&layout, &offered, declines);
             // A cue's phrase the ontology does not know (`Most likely
@@ -386,7 +392,7 @@ impl Reader {
     }
 
     /// Step 3 (never for a refusal): the first offered diagnosis outside an
-    /// ordering sentence; with none, a short first line or first list item
+    /// ordering or management sentence; with none, a short first line or first list item
     /// that names no cue.
     fn by_first_listed(
         &self,
@@ -401,7 +407,7 @@ impl Reader {
             .filter(|f| !layout.is_in_inline_differential(f.start) || self.ranks(layout, f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
             .filter(|f| !self.is_to_exclude(layout, f.start) && !self.is_conditional(layout, f.start))
-            .find(|f| !layout.is_ordering(f.start))
+            .find(|f| !layout.is_ordering(f.start) && !layout.is_management(f.start))
             .map(|f| {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
                 let phrase = self
@@ -507,7 +513,10 @@ impl Reader {
             .filter(|line| !line.blank && line.header.is_none())
             .find(|line| !self.is_title(layout, line, offered))?;
         let (_, end) = layout.sentence_of(line.content);
-        if self.is_narrative(layout, line.content) || layout.is_ordering(line.content) {
+        if self.is_narrative(layout, line.content)
+            || layout.is_ordering(line.content)
+            || layout.is_management(line.content)
+        {
             return None;
         }
         let phrase = self.phrase_at(layout, line.content, end, offered)?;
@@ -773,6 +782,95 @@ pub(crate) mod tests {
         assert_eq!(ids(&reading.differential), ["myasthenia_gravis", "lambert_eaton"]);
         let bare = reader().read("I need more information before naming a diagnosis.");
         assert!(bare.declines && bare.leading.is_none());
+    }
+
+    #[test]
+    fn wanting_to_exclude_a_diagnosis_first_offers_it() {
+        for answer in [
+            "Most likely myasthenia gravis. But I'd want to exclude botulism first: check the stool toxin.",
+            "Probably MG; we should rule out botulism given the honey.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(
+                leading(answer).0.as_deref(),
+                Some("myasthenia_gravis"),
+                "{answer}"
+            );
+            assert!(
+                reading
+                    .differential
+                    .iter()
+                    .any(|m| m.id.as_deref() == Some("botulism")),
+                "{answer}: {:?}",
+                reading.differential
+            );
+        }
+    }
+
+    #[test]
+    fn a_name_given_to_what_the_answer_describes_leads() {
+        assert_all_lead(
+            &[
+                "Your weakness gets worse as the day goes on, which points to a problem where nerves meet muscles, called myasthenia gravis.",
+                "I think you have a nerve-muscle problem, which doctors call myasthenia gravis.",
+                "The droopy eyelids are caused by a condition known as myasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
+        // Leaning towards one, with another kept open.
+        assert_all_lead(
+            &["I'm not certain, but I'd lean towards myasthenia gravis; botulism remains possible."],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
+    fn a_primary_label_leads_and_a_secondary_label_offers() {
+        let answer =
+            "Primary: myasthenia gravis (fatigable ptosis).\nSecondary: thymoma, most likely botulism.";
+        let (id, _, source) = leading(answer);
+        assert_eq!((id.as_deref(), source), (Some("myasthenia_gravis"), "label"));
+        // `Primary` as a word of a name is no label.
+        let (id, _, _) = leading("Final diagnosis: primary myasthenia gravis");
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+    }
+
+    #[test]
+    fn declines_in_other_words_and_languages() {
+        for answer in [
+            "Je ne peux pas poser de diagnostic à partir de ces informations; consultez un médecin.",
+            "No puedo dar un diagnóstico sin exploración.",
+            "Ich kann keine Diagnose stellen.",
+            "Something is straining his heart, but I can't tell you what it is yet.",
+            "The differential includes botulism, MG and LEMS; I don't think I can commit to one yet.",
+            "Several explanations fit and I'm not comfortable committing to any of them.",
+            "## Impression\nI can't commit to a diagnosis from this.\n\n## Plan\n- CT chest",
+        ] {
+            let reading = reader().read(answer);
+            assert!(reading.declines, "{answer}");
+            assert!(reading.leading.is_none(), "{answer}: {:?}", reading.leading);
+        }
+    }
+
+    #[test]
+    fn management_sentences_name_no_first_listed_diagnosis() {
+        for answer in [
+            "Start pyridostigmine if the pneumonia allows. Avoid aminoglycosides.",
+            "Reassurance and watchful waiting. Return if she has another seizure.",
+            "Supportive care only. Counsel about febrile seizures; no need to exclude her from daycare.",
+        ] {
+            let reading = reader().read(answer);
+            assert!(reading.leading.is_none(), "{answer}: {:?}", reading.leading);
+        }
+        // A diagnosis before the management still leads; a cue that does
+        // not open its sentence is no management.
+        assert_all_lead(
+            &[
+                "Myasthenia gravis. Start pyridostigmine.",
+                "Myasthenia gravis; we will start pyridostigmine.",
+            ],
+            "myasthenia_gravis",
+        );
     }
 
     #[test]

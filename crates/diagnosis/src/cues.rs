@@ -44,6 +44,9 @@ struct RawCues {
     commit_verbs: Vec<String>,
     uncertainty: Vec<String>,
     order: Vec<String>,
+    /// Optional: words that open a sentence of management, not diagnosis.
+    #[serde(default)]
+    management: Vec<String>,
     escalation: Vec<String>,
     negations: Vec<String>,
     pronouns: Vec<String>,
@@ -100,6 +103,9 @@ pub(crate) enum Kind {
     CommitVerb,
     Uncertainty,
     Order,
+    /// A sentence of treatment or advice (`Start oral vancomycin`,
+    /// `Reassurance and watchful waiting`) when the cue opens it.
+    Management,
     Escalation,
     Negation,
     Pronoun,
@@ -183,7 +189,7 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 25] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 26] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
             ("final_labels", Kind::Label, &raw.final_labels, true),
             ("section_labels", Kind::Label, &raw.section_labels, true),
@@ -228,6 +234,7 @@ impl Cues {
             ("commit_verbs", Kind::CommitVerb, &raw.commit_verbs, false),
             ("uncertainty", Kind::Uncertainty, &raw.uncertainty, false),
             ("order", Kind::Order, &raw.order, false),
+            ("management", Kind::Management, &raw.management, false),
             ("escalation", Kind::Escalation, &raw.escalation, false),
             ("negations", Kind::Negation, &raw.negations, false),
             ("pronouns", Kind::Pronoun, &raw.pronouns, false),
@@ -448,7 +455,7 @@ pub(crate) mod tests {
     #[test]
     fn cues_match_whole_words_and_prefixes() {
         assert!(kinds("nothing here").is_empty());
-        let hits = kinds("start resuscitation");
+        let hits = kinds("begin resuscitation");
         assert_eq!(hits, [(Kind::Escalation, "resuscitation".to_string())]);
     }
 

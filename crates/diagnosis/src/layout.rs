@@ -461,6 +461,18 @@ impl<'a> Layout<'a> {
             .any(|hit| !self.is_negated(hit))
     }
 
+    /// Whether a span sits in a sentence that a management cue opens
+    /// (`Start oral vancomycin ...`, `Counsel about febrile seizures`): it
+    /// treats or advises, and names no diagnosis as the answer's.
+    pub fn is_management(&self, start: usize) -> bool {
+        let (sentence_start, _) = self.sentence_of(start);
+        let rest = self.folded.text[sentence_start..].trim_start_matches(is_markup);
+        let opening = self.folded.text.len() - rest.len();
+        self.hits
+            .iter()
+            .any(|hit| hit.kind == Kind::Management && hit.start == opening)
+    }
+
     /// Whether a span follows a differential cue in its own sentence (`Ddx:
     /// gout, CPPD`), not under a differential heading.
     pub fn is_in_inline_differential(&self, start: usize) -> bool {

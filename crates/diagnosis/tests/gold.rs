@@ -35,11 +35,20 @@
 //!   0.645 with its totals only, then read for the sixth round of general
 //!   rules. `CFEVAL_GOLD_REPORT=1` prints each disagreement. Fails below its
 //!   held-out measurement, rounded down to 0.05.
-//! - Held out (`tests/gold/diagnosis-answers-heldout5`), written by an
-//!   eighth writer who never saw the reader or the other sets, half in the
-//!   everyday styles of model answers and half in styles the writer
-//!   invented to be hard, and never read while the reader was built: only
-//!   its totals are printed, never an item, so that it stays a measurement.
+//! - Seventh development set (`tests/gold/diagnosis-answers-dev7`), written
+//!   by an eighth writer who never saw the reader or the other sets, half in
+//!   the everyday styles of model answers and half in styles the writer
+//!   invented to be hard, as the fifth held-out set: measured once at 0.869
+//!   with its totals only, then read for the seventh round of general
+//!   rules. `CFEVAL_GOLD_REPORT=1` prints each disagreement. Fails below its
+//!   held-out measurement, rounded down to 0.05.
+//! - Held out (`tests/gold/diagnosis-answers-heldout6`), written by a ninth
+//!   writer who never saw the reader or the other sets, in 24 styles of
+//!   real systems, and never read while the reader was built: only its
+//!   totals are printed, never an item, so that it stays a measurement.
+//! - Second held out (`tests/gold/diagnosis-answers-heldout7`), written by
+//!   a tenth writer in the same way (29 styles, three languages), kept for
+//!   the next round's measurement: totals only.
 
 use std::path::PathBuf;
 
@@ -61,10 +70,18 @@ const FIFTH_FLOOR: f64 = 0.85;
 /// kappa 0.513, on 25 output formats no other set has: see BENCHMARKS.md),
 /// rounded down to 0.05.
 const SIXTH_FLOOR: f64 = 0.60;
-/// The held-out set's floor: what it measured when first run (0.869,
+/// The seventh development set's floor: what it measured held out (0.869,
 /// kappa 0.816, after the sixth round: see BENCHMARKS.md), rounded down to
-/// 0.05; a regression below it fails.
-const HELD_OUT_FLOOR: f64 = 0.85;
+/// 0.05.
+const SEVENTH_FLOOR: f64 = 0.85;
+/// The held-out set's floor: what it measured when first run (0.832,
+/// kappa 0.766, before the seventh round; 0.836 after it: see
+/// BENCHMARKS.md), rounded down to 0.05; a regression below it fails.
+const HELD_OUT_FLOOR: f64 = 0.80;
+/// The second held-out set's floor: what it measured when first run (0.850,
+/// kappa 0.778, after the seventh round: see BENCHMARKS.md), rounded down
+/// to 0.05.
+const SECOND_HELD_OUT_FLOOR: f64 = 0.85;
 /// The third development set's floor: its last held-out measurement
 /// (0.869), rounded down to 0.05.
 const THIRD_FLOOR: f64 = 0.85;
@@ -214,14 +231,36 @@ fn sixth_development_gold_set_agrees() {
 }
 
 #[test]
+fn seventh_development_gold_set_agrees() {
+    development_set_agrees(
+        "tests/gold/diagnosis-answers-dev7/answers.jsonl",
+        "seventh development",
+        SEVENTH_FLOOR,
+    );
+}
+
+#[test]
 fn held_out_gold_set_agrees() {
     let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout5/answers.jsonl",
+        "tests/gold/diagnosis-answers-heldout6/answers.jsonl",
         "held out",
         false,
     );
     assert!(
         agreement >= HELD_OUT_FLOOR,
         "agreement {agreement:.3} below {HELD_OUT_FLOOR}"
+    );
+}
+
+#[test]
+fn second_held_out_gold_set_agrees() {
+    let (agreement, _) = measure(
+        "tests/gold/diagnosis-answers-heldout7/answers.jsonl",
+        "second held out",
+        false,
+    );
+    assert!(
+        agreement >= SECOND_HELD_OUT_FLOOR,
+        "agreement {agreement:.3} below {SECOND_HELD_OUT_FLOOR}"
     );
 }

@@ -23,7 +23,8 @@ impl Reader {
         }
     }
 
-    /// Step 1: a label followed by a colon or dash (or a label ending `is`);
+    /// Step 1: a label followed by a colon or dash (or a label ending `is`
+    /// or written with its colon, `primary:`);
     /// of several, the highest ranked, then the first. A label in a question
     /// (`Most likely diagnosis?`) or before a restated case (`Assessment: the
     /// patient is ...`) names nothing.
@@ -97,7 +98,8 @@ impl Reader {
             let labelled = after.is_empty()
                 || after.starts_with([':', '-', '='])
                 || link.is_some()
-                || text[hit.start..hit.end].ends_with(" is");
+                || text[hit.start..hit.end].ends_with(" is")
+                || text[hit.start..hit.end].ends_with(':');
             // A label linked by a word (`..., the most likely diagnosis is
             // X`) may sit anywhere in its clause; one before a colon opens it.
             let (clause_start, _) = layout.clause_of(hit.start);

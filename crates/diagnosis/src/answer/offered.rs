@@ -49,6 +49,7 @@ impl Reader {
             let ruled = layout.is_ruled_out(phrase.start, phrase.end)
                 || layout.is_history(phrase.start)
                 || layout.is_ordering(phrase.start)
+                || layout.is_management(phrase.start)
                 || layout.is_purpose(phrase.start);
             if !names_entry && !ruled {
                 let mention = self.mention(layout, phrase.start, phrase.end, None);
