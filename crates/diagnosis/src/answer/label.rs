@@ -95,11 +95,12 @@ impl Reader {
                 .label_links
                 .iter()
                 .find(|link| after.starts_with(link.as_str()) && after[link.len()..].starts_with(' '));
+            let cue = &text[hit.start..hit.end];
             let labelled = after.is_empty()
                 || after.starts_with([':', '-', '='])
                 || link.is_some()
-                || text[hit.start..hit.end].ends_with(" is")
-                || text[hit.start..hit.end].ends_with(':');
+                || cue.ends_with(" is")
+                || cue.ends_with(':');
             // A label linked by a word (`..., the most likely diagnosis is
             // X`) may sit anywhere in its clause; one before a colon opens it.
             let (clause_start, _) = layout.clause_of(hit.start);
