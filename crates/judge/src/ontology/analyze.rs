@@ -543,6 +543,32 @@ mod tests {
         assert!(!planned.history.contains("her2_targeted"), "{planned:?}");
     }
 
+    /// A drug the patient takes, one that failed (before or after the
+    /// word), one possible only in theory and those that remain for later
+    /// are not planned; a preferred drug is.
+    #[test]
+    fn taken_failed_theoretical_and_remaining_drugs_are_not_planned() {
+        let ontology = ontology();
+        let taking = ontology.analyze("He takes sunitinib 50 mg with hand-foot syndrome.");
+        assert!(
+            taking.history.contains("sunitinib") && !taking.drugs.contains("sunitinib"),
+            "{taking:?}"
+        );
+        let failed =
+            ontology.analyze("Osimertinib has failed; we would prefer amivantamab with chemotherapy.");
+        assert!(!failed.drugs.contains("osimertinib"), "{failed:?}");
+        assert!(failed.drugs.contains("amivantamab"), "{failed:?}");
+        let before = ontology.analyze("He failed osimertinib.");
+        assert!(before.history.contains("osimertinib"), "{before:?}");
+        let theory = ontology.analyze("A higher dose of everolimus is theoretically possible.");
+        assert!(!theory.drugs.contains("everolimus"), "{theory:?}");
+        let later = ontology.analyze("Cabozantinib and lenvatinib remain for later.");
+        assert!(
+            !later.drugs.contains("cabozantinib") && later.contingent.contains("lenvatinib"),
+            "{later:?}"
+        );
+    }
+
     #[test]
     fn a_line_word_takes_the_status_of_the_treatment_it_introduces() {
         let ontology = ontology();
