@@ -8,7 +8,7 @@
 //! that fails to parse (empty, or a bad `exact` spelling) is refused while
 //! the YAML is read, so the error carries the file's line and column.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
@@ -152,6 +152,15 @@ impl<L: Clone> PhraseSet<L> {
     /// Whether a phrase starts at `index`.
     pub fn starts(&self, tokens: &Tokens<'_>, index: usize) -> bool {
         self.at(tokens, index).is_some()
+    }
+
+    /// Every phrase of one word that need not be written exactly so.
+    fn single_words(&self) -> impl Iterator<Item = &str> {
+        self.by_first
+            .values()
+            .flatten()
+            .filter(|(phrase, _)| phrase.words.len() == 1 && phrase.exact.is_none())
+            .map(|(phrase, _)| phrase.words[0].as_str())
     }
 
     /// The first index in `from..to` where a phrase starts.
@@ -303,6 +312,22 @@ pub struct MarkerWords {
     pub ish_words: Words,
 }
 
+/// How a dictated note is read (the extractor's `dictation` module).
+#[derive(Debug, Clone)]
+pub struct DictationWords {
+    /// Number word -> digits.
+    pub numbers: HashMap<String, String>,
+    /// Number words that are everyday words too.
+    pub everyday_numbers: Words,
+    /// Words after which an everyday number word is a number.
+    pub number_cues: Words,
+    /// Misheard phrases, labelled with what was said.
+    pub heard: PhraseSet<String>,
+    /// Drug, regimen and marker names of one word (lower case): pieces
+    /// that join into one are read as it.
+    pub names: HashSet<String>,
+}
+
 /// Everything the rule extractor reads a note with.
 #[derive(Debug, Clone)]
 pub struct Lexicon {
@@ -327,6 +352,7 @@ pub struct Lexicon {
     pub finding_negations: Words,
     pub uncertain_cues: Words,
     pub markers: MarkerWords,
+    pub dictation: DictationWords,
 }
 
 #[derive(Deserialize)]
@@ -352,6 +378,16 @@ struct RawLexicon {
     finding_negations: Vec<RawPhrase>,
     uncertain_cues: Vec<RawPhrase>,
     biomarkers: RawBiomarkers,
+    dictation: RawDictation,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDictation {
+    numbers: HashMap<String, String>,
+    everyday_numbers: Vec<RawPhrase>,
+    number_cues: Vec<RawPhrase>,
+    heard: BTreeMap<String, Vec<RawPhrase>>,
 }
 
 #[derive(Deserialize)]
@@ -424,6 +460,7 @@ struct RawSurgery {
 #[serde(deny_unknown_fields)]
 struct RawLines {
     progression: Vec<RawPhrase>,
+    stopped: Vec<RawPhrase>,
     progression_exact: Vec<ExactPhrase>,
     response: Vec<RawPhrase>,
     response_exact: Vec<ExactPhrase>,
@@ -588,6 +625,7 @@ impl Lexicon {
         for (label, phrases) in [
             ("progression", raw.prior_lines.progression),
             ("response", raw.prior_lines.response),
+            ("unknown", raw.prior_lines.stopped),
         ] {
             for phrase in phrases {
                 outcomes.insert(phrase.0, label.to_string());
@@ -601,6 +639,13 @@ impl Lexicon {
                 outcomes.insert(phrase.0, label.to_string());
             }
         }
+        let drugs_set = drug_names(&drugs, &raw.prior_lines.skip_classes, &raw.prior_lines.skip_names);
+        let names: HashSet<String> = drugs_set
+            .single_words()
+            .chain(markers.markers.single_words())
+            .filter(|name| name.len() >= 4)
+            .map(str::to_string)
+            .collect();
         let mut prefixes = raw.staging.tnm_prefixes;
         prefixes.sort_by_key(|prefix| std::cmp::Reverse(prefix.len()));
         Ok(Lexicon {
@@ -663,7 +708,7 @@ impl Lexicon {
                 diagnostic: words(raw.surgery.diagnostic),
             },
             lines: LineWords {
-                drugs: drug_names(&drugs, &raw.prior_lines.skip_classes, &raw.prior_lines.skip_names),
+                drugs: drugs_set,
                 regimens: drugs
                     .regimens
                     .iter()
@@ -692,6 +737,13 @@ impl Lexicon {
             finding_negations: words(raw.finding_negations),
             uncertain_cues: words(raw.uncertain_cues),
             markers,
+            dictation: DictationWords {
+                numbers: raw.dictation.numbers,
+                everyday_numbers: words(raw.dictation.everyday_numbers),
+                number_cues: words(raw.dictation.number_cues),
+                heard: labelled(raw.dictation.heard),
+                names,
+            },
         })
     }
 }

@@ -12,8 +12,9 @@
 //! Mentions make lines in the order the note tells them: a mention of a
 //! line already named (its drugs, through a regimen's components) is that
 //! line again, unless the line progressed and the mention is a re-challenge;
-//! a mention whose drugs are part of the line last named, before that line
-//! progressed, continues it (`carbo/etop/durva x4 → durva maintenance`).
+//! a mention whose drugs are part of the line last named (or, failing
+//! that, of an earlier line), before that line progressed, continues it
+//! (`carbo/etop/durva x4 → durva maintenance`, a dose list naming `bev`).
 //!
 //! How an outcome is attached: an outcome word after a regimen in its
 //! clause belongs to it (up to the next regimen); one before it belongs to
@@ -22,7 +23,8 @@
 //! regimen, or before a clause's first regimen and not tied to it — belongs
 //! to the nearest preceding line, the one last named (a line named in
 //! passing after `after progression on` does not become it). A line's
-//! outcome is its worst: progression, else response, else ongoing. A line
+//! outcome is its worst: progression, else response, else unknown (stopped,
+//! for toxicity or another reason, with no assessment), else ongoing. A line
 //! with no outcome written is a response when given with curative intent
 //! (adjuvant, neoadjuvant, with radiotherapy: completed without relapse), and
 //! ongoing when it is the last line of the note.
@@ -46,12 +48,18 @@ struct Cue {
     value: Outcome,
     index: usize,
     length: usize,
+    /// A negated progression word (`no recurrence`): for a line still
+    /// being given with curative intent, no response but the absence of a
+    /// relapse.
+    negated: bool,
 }
 
 /// A line's outcome, worst last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Outcome {
     Ongoing,
+    /// Stopped (for toxicity or another reason) with no assessment.
+    Unknown,
     Response,
     Progression,
 }
@@ -60,6 +68,7 @@ impl Outcome {
     fn as_str(self) -> &'static str {
         match self {
             Outcome::Ongoing => "ongoing",
+            Outcome::Unknown => "unknown",
             Outcome::Response => "response",
             Outcome::Progression => "progression",
         }
@@ -78,6 +87,16 @@ struct Line {
 }
 
 impl Line {
+    /// Takes an outcome word's verdict: a negated progression word says
+    /// nothing of a line given with curative intent (`adjuvant nivolumab,
+    /// C7 today; no recurrence` is ongoing, and completed it is a response
+    /// anyway).
+    fn take_cue(&mut self, cue: &Cue, clause: usize) {
+        if !(cue.negated && self.curative) {
+            self.take(cue.value, cue.index, clause);
+        }
+    }
+
     fn take(&mut self, value: Outcome, index: usize, clause: usize) {
         if self.outcome.is_none_or(|(known, _, _)| value > known) {
             self.outcome = Some((value, index, clause));
@@ -120,7 +139,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
         if regimens.is_empty() {
             if let Some(line) = active {
                 for cue in cues.iter().filter(|cue| carried(lexicon, tokens, cue)) {
-                    lines[line].take(cue.value, cue.index, clause_index);
+                    lines[line].take_cue(cue, clause_index);
                 }
                 let curative = lines[line].curative;
                 if let Some(index) = metastasis_event(lexicon, tokens, start, end, curative)
@@ -145,7 +164,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
         });
         if let Some(line) = active {
             for cue in early.iter().filter(|cue| carried(lexicon, tokens, cue)) {
-                lines[line].take(cue.value, cue.index, clause_index);
+                lines[line].take_cue(cue, clause_index);
             }
         }
         // Each mention's line.
@@ -166,14 +185,14 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
             let known = lines.iter().position(|line| line.drugs == drugs);
             let id = match known {
                 Some(id) if !(retreat && lines[id].progressed()) => id,
-                _ => match current {
-                    Some(id)
-                        if known.is_none()
-                            && !lines[id].progressed()
-                            && drugs.iter().all(|drug| lines[id].drugs.contains(drug)) =>
-                    {
-                        id
-                    }
+                _ => match current
+                    .filter(|_| known.is_none())
+                    .into_iter()
+                    .chain((0..lines.len()).rev().filter(|_| known.is_none() && !retreat))
+                    .find(|&id| {
+                        !lines[id].progressed() && drugs.iter().all(|drug| lines[id].drugs.contains(drug))
+                    }) {
+                    Some(id) => id,
                     _ => {
                         lines.push(Line {
                             first: regimen.first,
@@ -218,7 +237,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                     .find(tokens, cue.index.saturating_sub(2).max(start), cue.index)
                     .is_some();
                 for position in next..=last {
-                    lines[ids[position]].take(cue.value, cue.index, clause_index);
+                    lines[ids[position]].take_cue(cue, clause_index);
                     past[position] |= passing;
                 }
                 continue;
@@ -226,7 +245,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
             // After a regimen: that one; before the first, close by (or
             // with no line before): the first.
             if let Some(position) = previous.or(next) {
-                lines[ids[position]].take(cue.value, cue.index, clause_index);
+                lines[ids[position]].take_cue(cue, clause_index);
             }
         }
         if let Some(position) = (0..regimens.len()).rev().find(|&position| !past[position]) {
@@ -695,8 +714,31 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
                 value: Outcome::Response,
                 index,
                 length,
+                negated: false,
             });
             index += length;
+            continue;
+        }
+        // `new` and a lesion word (`3 new rib lesions`, `new hepatic
+        // deposits`): progression, a response when negated.
+        if tokens.lower(index) == "new"
+            && let Some(lesion) = lexicon
+                .metastatic
+                .lesion_words
+                .find(tokens, index + 1, (index + 4).min(to))
+        {
+            let negated = negated(index);
+            out.push(Cue {
+                value: if negated {
+                    Outcome::Response
+                } else {
+                    Outcome::Progression
+                },
+                index,
+                length: lesion + 1 - index,
+                negated,
+            });
+            index = lesion + 1;
             continue;
         }
         let Some((length, value)) = words.outcomes.at(tokens, index) else {
@@ -707,13 +749,20 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
             index += length;
             continue;
         }
-        let value = match (value.as_str(), negated(index)) {
+        let negated = negated(index);
+        let value = match (value.as_str(), negated) {
             ("progression", false) => Some(Outcome::Progression),
             ("progression", true) | ("response", false) => Some(Outcome::Response),
+            ("unknown", false) => Some(Outcome::Unknown),
             _ => None,
         };
         if let Some(value) = value {
-            out.push(Cue { value, index, length });
+            out.push(Cue {
+                value,
+                index,
+                length,
+                negated: negated && value == Outcome::Response,
+            });
         }
         index += length;
     }
@@ -1094,6 +1143,62 @@ mod tests {
         assert_eq!(
             outcomes("FOLFOX x 6 cycles, restaging CT: PR."),
             pairs(&[("FOLFOX", "response")])
+        );
+    }
+
+    /// A line stopped with no assessment has an unknown outcome; one
+    /// stopped at progression progressed.
+    #[test]
+    fn a_line_stopped_without_assessment_is_unknown() {
+        assert_eq!(
+            outcomes("Ipilimumab/nivolumab from 03/2025, discontinued after dose 2 for hepatitis."),
+            pairs(&[("Ipilimumab/nivolumab", "unknown")])
+        );
+        assert_eq!(
+            outcomes("2L docetaxel 01/2024, stopped 04/2024 at progression. 3L irinotecan ongoing."),
+            pairs(&[("docetaxel", "progression"), ("irinotecan", "ongoing")])
+        );
+    }
+
+    /// `new` with a lesion word a few words on is progression (`two new
+    /// adrenal nodules`); negated it is a response.
+    #[test]
+    fn new_lesions_of_any_site_are_progression() {
+        assert_eq!(
+            outcomes("Cabozantinib since 2024; CT 05/2025 shows two new adrenal nodules."),
+            pairs(&[("Cabozantinib", "progression")])
+        );
+        assert_eq!(
+            outcomes("Cabozantinib since 2024; CT 05/2025: no new hepatic lesions."),
+            pairs(&[("Cabozantinib", "response")])
+        );
+    }
+
+    /// For a line given with curative intent and still given, `no
+    /// recurrence` is no response: the line is ongoing.
+    #[test]
+    fn no_relapse_on_a_curative_line_still_given_is_ongoing() {
+        assert_eq!(
+            outcomes(
+                "Adjuvant pembrolizumab since 02/2025, cycle 9 today. Surveillance CT without recurrence."
+            ),
+            pairs(&[("pembrolizumab", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("Olaparib since 2024. MRI 03/2025: no progression."),
+            pairs(&[("Olaparib", "response")])
+        );
+    }
+
+    /// A later mention of some drugs of an earlier line (a dose list) is
+    /// that line, not a new one.
+    #[test]
+    fn drugs_of_an_earlier_line_named_again_are_that_line() {
+        assert_eq!(
+            outcomes(
+                "Now on FOLFIRI + bevacizumab, C3.\nPrior FOLFOX not resumed.\nDose check: irinotecan 180 mg/m2, bevacizumab 5 mg/kg."
+            ),
+            pairs(&[("FOLFIRI + bevacizumab", "ongoing")])
         );
     }
 }

@@ -8,6 +8,7 @@
 //! `origin = derived`; every other rule fact has `origin = rule`.
 
 mod clinical;
+mod dictation;
 pub mod lexicon;
 mod lines;
 pub mod llm;
@@ -80,7 +81,8 @@ pub fn extract_facts(source_text: &str, sections: &[Section]) -> Vec<Fact> {
 
 /// Runs every rule over the text with `lexicon`.
 pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Section]) -> Vec<Fact> {
-    let tokens = Tokens::new(source_text);
+    let mut tokens = Tokens::new(source_text);
+    dictation::respell(lexicon, &mut tokens);
     let clauses = tokens.clauses();
     let mut found = Vec::new();
     let mut stage_notes = staging::StageNotes::default();

@@ -2,7 +2,9 @@
 //!
 //! Tokens are maximal ASCII-alphanumeric runs or single punctuation bytes;
 //! every token keeps its byte range in the source, so that any span built
-//! from tokens is an exact substring of the source.
+//! from tokens is an exact substring of the source. A token may be read as
+//! another word than its source text ([`Tokens::respell`]: dictated `T three`
+//! is read `T3`), its span still the source's.
 
 /// One token of the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +16,9 @@ pub struct Token {
     /// A line break lies between the previous token and this one.
     pub newline_before: bool,
     pub word: bool,
+    /// The word the token is read as, when not its source text: an index
+    /// into [`Tokens::spelled`].
+    pub spelled: Option<u32>,
 }
 
 /// A tokenised text: the original, its ASCII-lower-cased twin (same byte
@@ -23,6 +28,8 @@ pub struct Tokens<'a> {
     pub text: &'a str,
     pub lower: String,
     pub tokens: Vec<Token>,
+    /// Words tokens are read as (as written, lower-cased).
+    pub spelled: Vec<(String, String)>,
 }
 
 impl<'a> Tokens<'a> {
@@ -62,25 +69,47 @@ impl<'a> Tokens<'a> {
                 space_before,
                 newline_before,
                 word,
+                spelled: None,
             });
             space_before = false;
             newline_before = false;
         }
-        Tokens { text, lower, tokens }
+        Tokens {
+            text,
+            lower,
+            tokens,
+            spelled: Vec::new(),
+        }
+    }
+
+    /// Reads tokens `first..end` as one token spelled `word` (its span from
+    /// the first token's start to the last one's end).
+    pub fn respell(&mut self, first: usize, end: usize, word: &str) {
+        if first >= end || end > self.tokens.len() {
+            return;
+        }
+        let mut token = self.tokens[first];
+        token.end = self.tokens[end - 1].end;
+        token.word = true;
+        token.spelled = Some(self.spelled.len() as u32);
+        self.spelled.push((word.to_string(), word.to_ascii_lowercase()));
+        self.tokens.splice(first..end, [token]);
     }
 
     /// The lower-cased text of token `index` (empty past the end).
     pub fn lower(&self, index: usize) -> &str {
-        self.tokens
-            .get(index)
-            .map_or("", |token| &self.lower[token.start..token.end])
+        self.tokens.get(index).map_or("", |token| match token.spelled {
+            Some(at) => &self.spelled[at as usize].1,
+            None => &self.lower[token.start..token.end],
+        })
     }
 
     /// The original text of token `index`.
     pub fn raw(&self, index: usize) -> &str {
-        self.tokens
-            .get(index)
-            .map_or("", |token| &self.text[token.start..token.end])
+        self.tokens.get(index).map_or("", |token| match token.spelled {
+            Some(at) => &self.spelled[at as usize].0,
+            None => &self.text[token.start..token.end],
+        })
     }
 
     pub fn len(&self) -> usize {

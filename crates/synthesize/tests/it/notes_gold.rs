@@ -336,34 +336,58 @@ fn notes_third_development_set_precision_and_recall() {
     assert_set_holds("notes-dev3", verbose, DEV3_PRECISION_FLOOR, DEV3_RECALL_FLOOR);
 }
 
-/// Just under its held-out measurement: precision 0.902, recall 0.836
-/// (cancer type 1.000 / 0.992, metastatic 0.980 / 0.832, stage group 0.947
-/// / 0.789, surgery 0.962 / 0.926, prior lines 0.618 / 0.651).
-const DEV3_RECALL_FLOOR: f64 = 0.83;
-const DEV3_PRECISION_FLOOR: f64 = 0.90;
+/// Just under what the extractor reached after the sixth round (dictated
+/// notes read as said, stopped lines, new lesions): precision 0.912, recall
+/// 0.888 (cancer type 1.000 / 0.992, metastatic 0.981 / 0.882, stage group
+/// 0.951 / 0.860, surgery 0.962 / 0.926, prior lines 0.669 / 0.736). Held
+/// out it measured 0.902 / 0.836.
+const DEV3_RECALL_FLOOR: f64 = 0.88;
+const DEV3_PRECISION_FLOOR: f64 = 0.91;
 
 /// A fourth set of 96 notes in 8 more styles (tumour-board summaries,
 /// discharge summaries, second-opinion letters that correct the outside
 /// record, emergency department notes, trial screening checklists,
 /// telehealth visits with facts as the patient recalls them, resident
 /// handoffs, notes by non-native writers with European conventions),
-/// written blind by a fourth hand with the vocabulary's conventions, and
-/// never read to write a rule: only the figures are printed, never a note,
-/// so that it stays a measurement.
+/// written blind by a fourth hand with the vocabulary's conventions. It was
+/// held out twice (0.849 / 0.827 when added, 0.856 / 0.841 after the sixth
+/// round) and is read as a development set since the seventh, when
+/// `notes-heldout4` took its place: every miss is printed under
+/// `CFEVAL_NOTES_REPORT=1`.
+#[test]
+fn notes_fourth_development_set_precision_and_recall() {
+    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+    assert_set_holds("notes-dev4", verbose, DEV4_PRECISION_FLOOR, DEV4_RECALL_FLOOR);
+}
+
+/// Just under its last held-out measurement: precision 0.856, recall 0.841
+/// (prior lines 0.583 / 0.632; cancer type 0.978 / 0.958, metastatic 0.922
+/// / 0.865, stage group 0.830 / 0.811, surgery 0.897 / 0.897).
+const DEV4_RECALL_FLOOR: f64 = 0.84;
+const DEV4_PRECISION_FLOOR: f64 = 0.85;
+
+/// A fifth set of 96 notes in 8 more styles (survivorship care plans,
+/// cancer genetics letters, pre-operative histories and physicals, infusion
+/// nursing notes, hospice referrals, patient-portal message threads,
+/// cardio-oncology consults, UK clinic letters to the general
+/// practitioner), written blind by a fifth and a sixth hand, and never read
+/// to write a rule: only the figures are printed, never a note, so that it
+/// stays a measurement.
 #[test]
 fn notes_held_out_precision_and_recall() {
     assert_set_holds(
-        "notes-heldout3",
+        "notes-heldout4",
         false,
         HELD_OUT_PRECISION_FLOOR,
         HELD_OUT_RECALL_FLOOR,
     );
 }
 
-/// Just under what the held-out set measured when it was added, before the
-/// sixth round: precision 0.849, recall 0.827 (cancer type 0.978 / 0.958,
-/// metastatic 0.922 / 0.865, stage group 0.830 / 0.811, surgery 0.897 /
-/// 0.897, prior lines 0.527 / 0.547).
+/// Just under what the held-out set measured when it was added, after the
+/// sixth round and before any rule was written for the seventh: precision
+/// 0.850, recall 0.828 (cancer type 0.989 / 0.979, metastatic 0.967 /
+/// 0.906, stage group 0.900 / 0.890, surgery 0.742 / 0.700, prior lines
+/// 0.552 / 0.627).
 const HELD_OUT_RECALL_FLOOR: f64 = 0.82;
 const HELD_OUT_PRECISION_FLOOR: f64 = 0.84;
 
@@ -377,7 +401,8 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
         .into_iter()
         .chain(notes("notes-dev2"))
         .chain(notes("notes-dev3"))
-        .chain(notes("notes-heldout3"))
+        .chain(notes("notes-dev4"))
+        .chain(notes("notes-heldout4"))
     {
         let ends: Vec<usize> = note
             .text

@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
-"""Validate the notes-heldout3 gold set and print counts per truth field."""
+"""Validate a notes gold set (one folder of <style>.jsonl files) and print counts per
+truth field: python3 tests/gold/validate_notes.py tests/gold/notes-heldout4
+
+Every file holds PER_FILE notes of its style; ids are <PREFIX>-001.. in one run,
+consecutive within each file, with one prefix for the whole folder."""
 import json, re, sys
 from collections import Counter
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-FILES = ["tumor_board", "discharge_summary", "second_opinion", "ed_note",
-         "trial_screening", "telehealth", "handoff", "nonnative"]
+if len(sys.argv) != 2:
+    sys.exit("usage: validate_notes.py FOLDER")
+HERE = Path(sys.argv[1]).resolve()
+FILES = sorted(p.stem for p in HERE.glob("*.jsonl"))
+if not FILES:
+    sys.exit(f"{HERE}: no .jsonl files")
 PER_FILE = 12
 CANCER = {"breast", "nsclc", "sclc", "colorectal", "pancreatic", "gastric", "esophageal",
           "melanoma", "prostate", "ovarian", "endometrial", "cervical", "head_and_neck",
@@ -23,14 +30,17 @@ TOP = {"id", "style", "text", "truth", "notes"}
 TRUTH = {"cancer_type", "stage", "stage_at_diagnosis", "metastatic", "biomarkers", "surgery",
          "prior_lines"}
 
+ID = re.compile(r"^([A-Z0-9]+)-(\d{3})$")
 errors = []
 rows = []
-expected = 1
+numbers = []
+prefixes = set()
 for name in FILES:
     path = HERE / (name + ".jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
     if len(lines) != PER_FILE:
         errors.append(f"{name}: {len(lines)} lines, expected {PER_FILE}")
+    previous = None
     for ln, line in enumerate(lines, 1):
         where = f"{name}:{ln}"
         try:
@@ -40,10 +50,16 @@ for name in FILES:
             continue
         if set(r) != TOP:
             errors.append(f"{where}: keys {sorted(r)}")
-        want = "H3NOTE-%03d" % expected
-        if r.get("id") != want:
-            errors.append(f"{where}: id {r.get('id')} expected {want}")
-        expected += 1
+        m = ID.match(str(r.get("id")))
+        if not m:
+            errors.append(f"{where}: id {r.get('id')} is not PREFIX-NNN")
+        else:
+            prefixes.add(m.group(1))
+            number = int(m.group(2))
+            if previous is not None and number != previous + 1:
+                errors.append(f"{where}: id {r['id']} does not follow the line before")
+            previous = number
+            numbers.append(number)
         if r.get("style") != name:
             errors.append(f"{where}: style {r.get('style')} != {name}")
         if not isinstance(r.get("text"), str) or not r["text"].strip():
@@ -88,6 +104,10 @@ for name in FILES:
 ids = [r["id"] for r in rows]
 if len(ids) != len(set(ids)):
     errors.append("duplicate ids")
+if len(prefixes) > 1:
+    errors.append(f"more than one id prefix: {sorted(prefixes)}")
+if sorted(numbers) != list(range(1, len(numbers) + 1)):
+    errors.append("ids are not numbered 001.. without gaps")
 
 def group(s):
     m = re.match(r"^(0|IV|III|II|I)", s)
