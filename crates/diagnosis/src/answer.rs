@@ -10,6 +10,9 @@
 //!    most likely diagnosis`);
 //! 3. `first_listed`: with no stated leader, the first diagnosis the answer
 //!    names (a list's first item), unless the answer declines to commit;
+//!    `alternatives` when that is the first of two diagnoses its opening
+//!    sentence joins with `or` (no choice made); a bulleted plan (`-
+//!    Reassure ...`) names none;
 //! 4. `none`.
 //!
 //! A diagnosis the ontology does not know is still read: the phrase after a
@@ -75,7 +78,9 @@ pub struct Reading {
     /// The answer holds its diagnosis pending more information.
     pub uncertain: bool,
     /// How the leading diagnosis was found: "label", "heading",
-    /// "first_listed", "sentence", "none".
+    /// "first_listed", "sentence", "none"; "alternatives" when it is the
+    /// first of two diagnoses the answer's opening joins with no choice
+    /// made (`X or Y; I can't separate them`): it commits to neither.
     pub source: &'static str,
 }
 
@@ -180,6 +185,15 @@ impl Reader {
         // possibilities it lists are offered, none of them leads.
         if leading.is_none() && !declines {
             (leading, source) = self.by_first_listed(&layout, &offered, &free);
+        }
+        // `X or Y; both fit`: two alternatives, no choice made. The first
+        // stays the leader, marked as one of the two.
+        if source == "first_listed"
+            && leading
+                .as_ref()
+                .is_some_and(|lead| self.is_undecided(&layout, &offered, lead))
+        {
+            source = "alternatives";
         }
         let mut differential: Vec<Mention> = Vec::new();
         for f in &offered {
@@ -366,11 +380,22 @@ impl Reader {
         if !text[at..cue].contains(['(', '[', '-']) {
             return None;
         }
-        offered.iter().copied().find(|f| f.end == at).map(|f| Phrase {
-            start: f.start,
-            end: f.end,
-            found: Some(f),
-        })
+        // Past one bracketed gloss between the name and its mark (`PML
+        // (JC virus) (most likely)`).
+        let glossed = before
+            .strip_suffix(')')
+            .and_then(|inner| inner.rfind('('))
+            .map(|open| sentence_start + before[..open].trim_end().len());
+        offered
+            .iter()
+            .copied()
+            .find(|f| f.end == at)
+            .or_else(|| glossed.and_then(|end| offered.iter().copied().find(|f| f.end == end)))
+            .map(|f| Phrase {
+                start: f.start,
+                end: f.end,
+                found: Some(f),
+            })
     }
 
     /// The diagnosis a backward cue at `cue` scopes: the last offered entry
@@ -407,6 +432,7 @@ impl Reader {
             .filter(|f| !layout.is_in_inline_differential(f.start) || self.ranks(layout, f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
             .filter(|f| !self.is_to_exclude(layout, f.start) && !self.is_conditional(layout, f.start))
+            .filter(|f| !layout.is_in_plan_list(f.start))
             .find(|f| !layout.is_ordering(f.start) && !layout.is_management(f.start))
             .map(|f| {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
@@ -420,7 +446,16 @@ impl Reader {
                     });
                 self.lead(layout, phrase)
             });
-        let item = free.first().cloned();
+        let item = free
+            .iter()
+            .find(|mention| {
+                !layout
+                    .lines
+                    .iter()
+                    .find(|line| mention.start <= layout.folded.original(line.end))
+                    .is_some_and(|line| layout.is_in_plan_list(line.content))
+            })
+            .cloned();
         let opening = self.opening_phrase(layout, offered);
         let first = [entry, item, opening]
             .into_iter()
@@ -514,6 +549,7 @@ impl Reader {
             .find(|line| !self.is_title(layout, line, offered))?;
         let (_, end) = layout.sentence_of(line.content);
         if self.is_narrative(layout, line.content)
+            || layout.is_in_plan_list(line.content)
             || layout.is_ordering(line.content)
             || layout.is_management(line.content)
         {
@@ -590,6 +626,49 @@ impl Reader {
                 || before
                     .iter()
                     .any(|near| near.trim_matches(|c: char| !c.is_alphanumeric()) == word)
+        })
+    }
+
+    /// Whether the first-listed `lead` is one of two different diagnoses
+    /// that an alternative word (`or`) joins in the answer's opening
+    /// sentence, outside brackets: `DLBCL or Burkitt lymphoma`, `myocarditis, or a shunt such
+    /// as an ASD`.
+    fn is_undecided(&self, layout: &Layout<'_>, offered: &[Found], lead: &Mention) -> bool {
+        let original = |at: usize| layout.folded.original(at);
+        let Some(inside) = offered
+            .iter()
+            .find(|f| lead.start <= original(f.start) && original(f.end) <= lead.end)
+        else {
+            return false;
+        };
+        let (sentence_start, sentence_end) = layout.sentence_of(inside.start);
+        let opening = layout
+            .lines
+            .iter()
+            .find(|line| !line.blank && line.header.is_none())
+            .map(|line| layout.sentence_of(line.content).0);
+        if opening != Some(sentence_start) {
+            return false;
+        }
+        let text = &layout.folded.text;
+        let sentence = &text[sentence_start..sentence_end];
+        self.cues.alternatives.iter().any(|word| {
+            whole_word_places(sentence, word).any(|place| {
+                let at = sentence_start + place;
+                let before = &text[sentence_start..at];
+                if before.matches(['(', '[']).count() != before.matches([')', ']']).count() {
+                    return false;
+                }
+                let first: Vec<usize> = offered
+                    .iter()
+                    .filter(|f| f.start >= sentence_start && f.end <= at)
+                    .map(|f| f.entry)
+                    .collect();
+                let second = offered.iter().find(|f| f.start >= at && f.end <= sentence_end);
+                inside.end <= at
+                    && !first.is_empty()
+                    && second.is_some_and(|second| !first.contains(&second.entry))
+            })
         })
     }
 
@@ -825,6 +904,81 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_tutor_s_commitment_to_the_student_leads() {
+        assert_all_lead(
+            &[
+                "You should recognise this as myasthenia gravis. You should keep botulism in mind.",
+                "You should call this myasthenia gravis, and you should refer her to neurology.",
+                "You should think of myasthenia gravis here. You should still exclude botulism, and you should say it is a diagnosis of exclusion.",
+            ],
+            "myasthenia_gravis",
+        );
+        // A tutor who holds the diagnosis back declines.
+        let reading =
+            reader().read("You shouldn't name a diagnosis yet. Your first job is to get a CT chest.");
+        assert!(reading.declines);
+        assert!(reading.leading.is_none(), "{:?}", reading.leading);
+    }
+
+    #[test]
+    fn a_restatement_after_i_e_leads() {
+        assert_all_lead(
+            &[
+                "Fatigable weakness from postsynaptic antibody blockade, i.e., myasthenia gravis. Ddx: LEMS, botulism.",
+                "Fatigable ptosis and diplopia with a decremental response, i.e. myasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
+    fn a_revised_answer_leads() {
+        assert_all_lead(
+            &[
+                "My first impression is botulism. However, on reflection, the fatigability argues otherwise. Revised answer: myasthenia gravis.",
+                "Initially this reads like botulism. I'm revising my answer: myasthenia gravis. Differential now: LEMS.",
+                "Descending weakness suggests botulism at first glance. On balance I'm changing my answer to myasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
+    fn a_soap_note_s_assessment_line_leads() {
+        let answer = "S: 30F, diplopia worse in the evening; history of stroke.\nO: ptosis after sustained upgaze.\nA: Myasthenia gravis.\nP: AChR antibodies, pyridostigmine.";
+        assert_eq!(leading(answer).0.as_deref(), Some("myasthenia_gravis"));
+        // The article `a` is no label.
+        assert_all_lead(
+            &["A case of myasthenia gravis; a stroke is less likely."],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
+    fn two_alternatives_with_no_choice_commit_to_neither() {
+        for answer in [
+            "Myasthenia gravis or Lambert-Eaton syndrome; I can't separate them without EMG.",
+            "Botulism, or a neuromuscular junction disease such as myasthenia gravis; both fit.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(reading.source, "alternatives", "{answer}");
+            let mut named = ids(&reading.differential);
+            named.extend(reading.leading.and_then(|lead| lead.id));
+            assert!(named.contains(&"myasthenia_gravis".to_string()), "{answer}");
+        }
+        // A bracketed `or`, the same diagnosis twice, and an `or` after the
+        // opening sentence leave the leader.
+        assert_all_lead(
+            &[
+                "Myasthenia gravis (with or without thymoma).",
+                "Myasthenia gravis or MG, fatigable ptosis.",
+                "Myasthenia gravis. Botulism or LEMS are much less likely.",
+            ],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
     fn a_primary_label_leads_and_a_secondary_label_offers() {
         let answer =
             "Primary: myasthenia gravis (fatigable ptosis).\nSecondary: thymoma, most likely botulism.";
@@ -871,6 +1025,28 @@ pub(crate) mod tests {
             ],
             "myasthenia_gravis",
         );
+    }
+
+    #[test]
+    fn a_bulleted_plan_names_no_first_listed_diagnosis() {
+        for answer in [
+            "- Reassure the parents; the illness is self-limited\n- Explain that the febrile seizure was simple\n- Return if new weakness",
+            "- Aspirate the knee: cell count, culture\n- Urine NAAT for chlamydia\n- Treat the urethritis",
+        ] {
+            let reading = reader().read(answer);
+            assert!(reading.leading.is_none(), "{answer}: {:?}", reading.leading);
+        }
+        // A bulleted list that opens with a diagnosis is still led by it.
+        assert_all_lead(
+            &["- Myasthenia gravis\n- Start pyridostigmine\n- Botulism less likely"],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
+    fn a_mark_after_a_bracketed_gloss_marks_the_name_before_it() {
+        let answer = "1. Botulism (honey)\n2. Myasthenia gravis (AChR antibodies) (most likely): fatigable ptosis\n3. LEMS";
+        assert_eq!(leading(answer).0.as_deref(), Some("myasthenia_gravis"));
     }
 
     #[test]

@@ -75,6 +75,10 @@ struct RawCues {
     /// Optional: phrases that introduce a list of co-leading diagnoses.
     #[serde(default)]
     co_leads: Vec<String>,
+    /// Optional: words that join two diagnoses the answer will not choose
+    /// between (`or`).
+    #[serde(default)]
+    alternatives: Vec<String>,
 
     spellings: BTreeMap<String, String>,
 }
@@ -165,6 +169,10 @@ pub(crate) struct Cues {
     /// Phrases that introduce a list whose items all lead (`two coexisting
     /// diagnoses:`): the first diagnosis of each item is a co-lead.
     pub co_leads: Vec<String>,
+    /// Words that join two diagnoses in the answer's opening sentence
+    /// when it chooses neither (`X or Y; I can't separate them`): the
+    /// first is not a leader, both are offered.
+    pub alternatives: Vec<String>,
 
     pub lexicon: Lexicon,
 }
@@ -292,6 +300,7 @@ impl Cues {
             conditionals: lowered(&raw.conditionals),
             ruled_out_labels: lowered(&raw.ruled_out_labels),
             co_leads: lowered(&raw.co_leads),
+            alternatives: lowered(&raw.alternatives),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,

@@ -293,6 +293,15 @@ pub fn grade(reader: &Reader, answer: &Reading, reference: &str) -> (Grade, Stri
     let reference = Reference::new(reader, reference);
     let named = |mention: &Mention| format!("'{}' ({})", mention.text, answer.source);
     if let Some(leading) = &answer.leading {
+        // One of two alternatives with no choice made offers the reference.
+        if answer.source == "alternatives"
+            && (reference.is_exact(reader, leading) || reference.is_broader(reader, leading))
+        {
+            return (
+                Grade::Related,
+                format!("leading {} is an alternative with no choice made", named(leading)),
+            );
+        }
         if reference.is_exact(reader, leading) {
             return (
                 Grade::Exact,
@@ -376,6 +385,17 @@ mod tests {
         ] {
             assert_eq!(graded(answer, "Myasthenia gravis"), expected, "{answer}");
         }
+    }
+
+    #[test]
+    fn one_of_two_alternatives_is_related_and_neither_is_wrong() {
+        let answer = "Myasthenia gravis or Lambert-Eaton syndrome; I can't separate them without EMG.";
+        assert_eq!(graded(answer, "Myasthenia gravis"), Grade::Related);
+        assert_eq!(
+            graded(answer, "Lambert-Eaton myasthenic syndrome"),
+            Grade::Related
+        );
+        assert_eq!(graded(answer, "Botulism"), Grade::Wrong);
     }
 
     #[test]

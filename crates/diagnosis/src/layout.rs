@@ -64,6 +64,20 @@ fn ruled_out_label_end(text: &str, start: usize, end: usize, labels: &[String]) 
     let line = &text[start..end];
     let opening = line.trim_start_matches(is_markup);
     let offset = line.len() - opening.len();
+    // A table row with a cell that opens with the label (`| X | Less
+    // likely: ... |`) rules out its whole row.
+    let labelled = |cell: &str| {
+        let cell = cell.trim_start_matches(is_markup);
+        labels.iter().any(|label| {
+            cell.strip_prefix(label.as_str())
+                .is_some_and(|rest| rest.trim_start_matches(is_markup).starts_with(':'))
+        })
+    };
+    // (`start` is past the row's opening `|`.)
+    let row = text[..start].trim_end_matches([' ', '\t']).ends_with('|');
+    if row && line.split('|').skip(1).any(labelled) {
+        return Some(start);
+    }
     labels.iter().find_map(|label| {
         let rest = opening.strip_prefix(label.as_str())?;
         let after = rest.trim_start_matches(is_markup);
@@ -473,6 +487,32 @@ impl<'a> Layout<'a> {
             .any(|hit| hit.kind == Kind::Management && hit.start == opening)
     }
 
+    /// Whether a span sits in a bulleted list whose first item treats,
+    /// advises or orders (`- Reassure the parents`, `- Start ...`, `- Check
+    /// TSH`): the list is a plan, and names no diagnosis as the answer's.
+    pub fn is_in_plan_list(&self, start: usize) -> bool {
+        let text = &self.folded.text;
+        // A marker and a space (`- `, `* `, `• `); bold (`**X**`) is none.
+        let bulleted = |line: &Line| {
+            let marker = text[line.start..line.content].trim_start();
+            !line.blank
+                && marker
+                    .strip_prefix(['-', '*', '•'])
+                    .is_some_and(|rest| rest.starts_with(char::is_whitespace))
+        };
+        let Some(mut first) = self.lines.iter().position(|line| start <= line.end) else {
+            return false;
+        };
+        if !bulleted(&self.lines[first]) {
+            return false;
+        }
+        while first > 0 && bulleted(&self.lines[first - 1]) {
+            first -= 1;
+        }
+        let item = &self.lines[first];
+        self.is_management(item.content) || self.hits_in(Kind::Order, item.content, item.end).next().is_some()
+    }
+
     /// Whether a span follows a differential cue in its own sentence (`Ddx:
     /// gout, CPPD`), not under a differential heading.
     pub fn is_in_inline_differential(&self, start: usize) -> bool {
@@ -552,6 +592,39 @@ mod tests {
         assert_eq!(content_start("- LEMS"), 2);
         assert_eq!(content_start("12 mg"), 0);
         assert_eq!(content_start("#1: LEMS"), 4);
+    }
+
+    #[test]
+    fn a_bulleted_list_that_opens_with_a_plan_is_a_plan() {
+        let text = "- Reassure the parents\n- Explain that the febrile seizure was simple\n- Pyridostigmine if weak\n\n- Myasthenia gravis\n- Start pyridostigmine";
+        with_layout(text, |layout| {
+            assert!(layout.is_in_plan_list(at(text, "febrile")));
+            assert!(layout.is_in_plan_list(at(text, "pyridostigmine if")));
+            // A list that opens with a diagnosis is no plan, even where a
+            // later item treats.
+            assert!(!layout.is_in_plan_list(at(text, "myasthenia")));
+            assert!(!layout.is_in_plan_list(at(text, "start")));
+        });
+        // Bold is no bullet, and an ordering first item makes a plan too.
+        let text = "**Check AChR antibodies.**\nMyasthenia gravis";
+        with_layout(text, |layout| {
+            assert!(!layout.is_in_plan_list(at(text, "myasthenia")));
+        });
+        let text = "- Check AChR antibodies\n- Myasthenia gravis clinic";
+        with_layout(text, |layout| {
+            assert!(layout.is_in_plan_list(at(text, "myasthenia")));
+        });
+    }
+
+    #[test]
+    fn a_table_cell_that_opens_with_a_rule_out_label_rules_out_its_row() {
+        let text = "| Condition | Comment |\n|---|---|\n| Botulism | Typical |\n| Myasthenia gravis | Less likely: no fatigability |";
+        with_layout(text, |layout| {
+            let start = at(text, "myasthenia");
+            assert!(layout.is_ruled_out(start, start + "myasthenia gravis".len()));
+            let start = at(text, "botulism");
+            assert!(!layout.is_ruled_out(start, start + "botulism".len()));
+        });
     }
 
     #[test]

@@ -42,14 +42,17 @@
 //!   with its totals only, then read for the seventh round of general
 //!   rules. `CFEVAL_GOLD_REPORT=1` prints each disagreement. Fails below its
 //!   held-out measurement, rounded down to 0.05.
-//! - Held out (`tests/gold/diagnosis-answers-heldout6`), written by a ninth
-//!   writer who never saw the reader or the other sets, in 24 styles of
-//!   real systems, and never read while the reader was built: only its
-//!   totals are printed, never an item, so that it stays a measurement.
-//! - Second held out (`tests/gold/diagnosis-answers-heldout7`), written by
-//!   a tenth writer in the same way (29 styles, three languages), kept for
-//!   the next round's measurement: totals only.
-//! - Third held out (`tests/gold/diagnosis-answers-heldout8`), written
+//! - Eighth development set (`tests/gold/diagnosis-answers-dev8`), written
+//!   by a ninth writer who never saw the reader or the other sets, in 24
+//!   styles of real systems, as the sixth held-out set: measured at 0.832
+//!   and 0.836 with totals only, then read for the eighth round of general
+//!   rules. `CFEVAL_GOLD_REPORT=1` prints each disagreement. Fails below its
+//!   last held-out measurement, rounded down to 0.05.
+//! - Held out (`tests/gold/diagnosis-answers-heldout7`), written by a tenth
+//!   writer who never saw the reader or the other sets (29 styles, three
+//!   languages), and never read while the reader was built: only its totals
+//!   are printed, never an item, so that it stays a measurement.
+//! - Second held out (`tests/gold/diagnosis-answers-heldout8`), written
 //!   blind by an eleventh writer from the case file alone (30 styles, three
 //!   languages): totals only.
 
@@ -77,18 +80,18 @@ const SIXTH_FLOOR: f64 = 0.60;
 /// kappa 0.816, after the sixth round: see BENCHMARKS.md), rounded down to
 /// 0.05.
 const SEVENTH_FLOOR: f64 = 0.85;
-/// The held-out set's floor: what it measured when first run (0.832,
-/// kappa 0.766, before the seventh round; 0.836 after it: see
-/// BENCHMARKS.md), rounded down to 0.05; a regression below it fails.
-const HELD_OUT_FLOOR: f64 = 0.80;
-/// The second held-out set's floor: what it measured when first run (0.850,
+/// The eighth development set's floor: its last held-out measurement
+/// (0.836, kappa 0.773, after the seventh round; 0.832 before it: see
+/// BENCHMARKS.md), rounded down to 0.05.
+const EIGHTH_FLOOR: f64 = 0.80;
+/// The held-out set's floor: what it measured when first run (0.850,
 /// kappa 0.778, after the seventh round: see BENCHMARKS.md), rounded down
-/// to 0.05.
-const SECOND_HELD_OUT_FLOOR: f64 = 0.85;
-/// The third held-out set's floor: what it measured when first run
+/// to 0.05; a regression below it fails.
+const HELD_OUT_FLOOR: f64 = 0.85;
+/// The second held-out set's floor: what it measured when first run
 /// (0.766, kappa 0.663, before the eighth round: see BENCHMARKS.md),
 /// rounded down to 0.05.
-const THIRD_HELD_OUT_FLOOR: f64 = 0.75;
+const SECOND_HELD_OUT_FLOOR: f64 = 0.75;
 /// The third development set's floor: its last held-out measurement
 /// (0.869), rounded down to 0.05.
 const THIRD_FLOOR: f64 = 0.85;
@@ -247,9 +250,18 @@ fn seventh_development_gold_set_agrees() {
 }
 
 #[test]
+fn eighth_development_gold_set_agrees() {
+    development_set_agrees(
+        "tests/gold/diagnosis-answers-dev8/answers.jsonl",
+        "eighth development",
+        EIGHTH_FLOOR,
+    );
+}
+
+#[test]
 fn held_out_gold_set_agrees() {
     let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout6/answers.jsonl",
+        "tests/gold/diagnosis-answers-heldout7/answers.jsonl",
         "held out",
         false,
     );
@@ -262,25 +274,12 @@ fn held_out_gold_set_agrees() {
 #[test]
 fn second_held_out_gold_set_agrees() {
     let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout7/answers.jsonl",
+        "tests/gold/diagnosis-answers-heldout8/answers.jsonl",
         "second held out",
         false,
     );
     assert!(
         agreement >= SECOND_HELD_OUT_FLOOR,
         "agreement {agreement:.3} below {SECOND_HELD_OUT_FLOOR}"
-    );
-}
-
-#[test]
-fn third_held_out_gold_set_agrees() {
-    let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout8/answers.jsonl",
-        "third held out",
-        false,
-    );
-    assert!(
-        agreement >= THIRD_HELD_OUT_FLOOR,
-        "agreement {agreement:.3} below {THIRD_HELD_OUT_FLOOR}"
     );
 }
