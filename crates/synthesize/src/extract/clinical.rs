@@ -221,6 +221,9 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
     }
     let target = procedure.map(|(first, _)| first).or(generic);
     let Some(target) = target else {
+        // `Adjuvant tx to be decided post-op`: a margin or `post-op` in a
+        // plan tells of an operation to come.
+        let alone = alone.filter(|_| words.planned_cues.find(tokens, start, end).is_none());
         if let Some((first, after)) = resected_word.map(|word| (word, word + 1)).or(alone) {
             push(
                 out,
@@ -534,6 +537,14 @@ mod tests {
                 .iter()
                 .all(|fact| fact.1 != "resected")
         );
+    }
+
+    /// `post-op` or a margin in a plan is an operation to come, not one done.
+    #[test]
+    fn post_op_in_a_plan_is_no_resection() {
+        assert!(run("Adjuvant tx to be decided post-op.", surgery).is_empty());
+        assert!(run("Adjuvant therapy will be discussed post-op.", surgery).is_empty());
+        assert_eq!(run("CEA normal post-op.", surgery)[0].1, "resected");
     }
 
     /// "Not a (surgical) candidate" is `unresected`, as the cohort writes it

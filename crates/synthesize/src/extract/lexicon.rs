@@ -216,6 +216,9 @@ pub struct StagingWords {
     /// phrases, and the group by cancer type.
     pub locally_advanced: Words,
     pub locally_advanced_groups: BTreeMap<String, String>,
+    /// Words that correct the record's stage (`revised to`, `the correct
+    /// stage is`): a group a few words after one is the current stage.
+    pub revisions: Words,
 }
 
 /// A staging table chosen by a marker's value (p16-positive oropharynx).
@@ -295,6 +298,12 @@ pub struct LineWords {
     pub curative: Words,
     pub past: Words,
     pub retreatment: Words,
+    /// Progression words that, right after `for`, name the disease a line
+    /// treats (`on X for recurrent cervical cancer`), not its outcome.
+    pub indications: Words,
+    /// Labels opening a line that tell the history from its start
+    /// (`History:`, `Background (from our records):`).
+    pub history_labels: Words,
     pub metastasis_events: Words,
     pub qualifiers: Words,
     pub negations: Words,
@@ -404,6 +413,8 @@ struct RawStaging {
     locally_advanced: Vec<RawPhrase>,
     #[serde(default)]
     locally_advanced_groups: BTreeMap<String, String>,
+    #[serde(default)]
+    revisions: Vec<RawPhrase>,
 }
 
 #[derive(Deserialize)]
@@ -475,6 +486,8 @@ struct RawLines {
     curative: Vec<RawPhrase>,
     past: Vec<RawPhrase>,
     retreatment: Vec<RawPhrase>,
+    indications: Vec<RawPhrase>,
+    history_labels: Vec<RawPhrase>,
     metastasis_events: Vec<RawPhrase>,
     qualifiers: Vec<RawPhrase>,
     negations: Vec<RawPhrase>,
@@ -666,6 +679,7 @@ impl Lexicon {
                 marker_tables: raw.staging.marker_tables,
                 locally_advanced: words(raw.staging.locally_advanced),
                 locally_advanced_groups: raw.staging.locally_advanced_groups,
+                revisions: words(raw.staging.revisions),
             },
             metastatic: MetastaticWords {
                 stems: raw.metastatic.stems,
@@ -726,6 +740,8 @@ impl Lexicon {
                 curative: words(raw.prior_lines.curative),
                 past: words(raw.prior_lines.past),
                 retreatment: words(raw.prior_lines.retreatment),
+                indications: words(raw.prior_lines.indications),
+                history_labels: words(raw.prior_lines.history_labels),
                 metastasis_events: words(raw.prior_lines.metastasis_events),
                 qualifiers: words(raw.prior_lines.qualifiers),
                 negations: words(raw.prior_lines.negations),

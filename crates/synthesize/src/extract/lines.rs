@@ -28,6 +28,11 @@
 //! with no outcome written is a response when given with curative intent
 //! (adjuvant, neoadjuvant, with radiotherapy: completed without relapse), and
 //! ongoing when it is the last line of the note.
+//!
+//! Not outcomes: a disease a line treats (`for recurrent cervical cancer`),
+//! a laboratory symbol (`Cr 1.2`). A history block opening a later line
+//! (`History:`) tells the past from its start: while it names no line, its
+//! events belong to none named above it.
 
 use super::Found;
 use super::clinical::push;
@@ -109,8 +114,19 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
     let words = &lexicon.lines;
     let mut lines: Vec<Line> = Vec::new();
     let mut active: Option<usize> = None;
+    let mut suspended: Option<Option<usize>> = None;
     let blocks = plan_blocks(lexicon, tokens);
     for (clause_index, &clause) in clauses.iter().enumerate() {
+        // A history line tells the past from its start: while it names no
+        // line, its events belong to none named above it, and after it the
+        // line named last before it is the current one again.
+        let new_line = clause.0 == 0 || tokens.tokens[clause.0].newline_before;
+        if new_line && let Some(before) = suspended.take() {
+            active = active.or(before);
+        }
+        if opens_history(lexicon, tokens, clause) {
+            suspended = Some(active.take());
+        }
         if tokens.is_question(clause) || lexicon.family_words.find(tokens, clause.0, clause.1).is_some() {
             continue;
         }
@@ -692,7 +708,8 @@ fn dose_end(tokens: &Tokens<'_>, index: usize, end: usize) -> usize {
 /// The outcome words in `from..to`, in order: progression and response
 /// words (a negated progression word, `no progression`, is a response; a
 /// negated response word says nothing), stable disease on an assessment
-/// (`CT: SD`) as a response, and ongoing words.
+/// (`CT: SD`, `MRI liver 01/2026: lesions stable`, the assessment within
+/// ten words before) as a response, and ongoing words.
 fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<Cue> {
     let words = &lexicon.lines;
     let negated = |index: usize| {
@@ -707,7 +724,7 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
         if let Some(length) = words.stable.len_at(tokens, index)
             && words
                 .assessments
-                .find(tokens, index.saturating_sub(5).max(from), index)
+                .find(tokens, index.saturating_sub(10).max(from), index)
                 .is_some()
         {
             out.push(Cue {
@@ -745,7 +762,9 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
             index += 1;
             continue;
         };
-        if abbreviation_of_something_else(lexicon, tokens, index, length) {
+        if abbreviation_of_something_else(lexicon, tokens, index, length)
+            || indication(lexicon, tokens, from, index)
+        {
             index += length;
             continue;
         }
@@ -769,24 +788,82 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
     out
 }
 
+/// Whether the word at `index` names the disease a line treats: one of the
+/// `indications` right after `for`, an article or a possessive between
+/// (`for her recurrent cervical cancer`).
+fn indication(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, index: usize) -> bool {
+    if !lexicon.lines.indications.starts(tokens, index) {
+        return false;
+    }
+    let mut at = index;
+    // `relapsed/refractory`: the words of one indication.
+    while at >= from + 2 && tokens.lower(at - 1) == "/" && lexicon.lines.indications.starts(tokens, at - 2) {
+        at -= 2;
+    }
+    while at > from
+        && matches!(
+            tokens.lower(at - 1),
+            "a" | "an" | "the" | "his" | "her" | "their" | "this"
+        )
+    {
+        at -= 1;
+    }
+    at > from && tokens.lower(at - 1) == "for"
+}
+
+/// Whether a clause opens a line with a history label and a colon within
+/// its first fifteen words (`History:`, `Background (from our records):`,
+/// `History as he recalls it, …:`): the history told from its start.
+fn opens_history(lexicon: &Lexicon, tokens: &Tokens<'_>, (start, end): (usize, usize)) -> bool {
+    if !(start == 0 || tokens.tokens[start].newline_before) {
+        return false;
+    }
+    let first = match tokens.lower(start) {
+        "-" | "•" | "*" | "·" => start + 1,
+        _ => start,
+    };
+    lexicon.lines.history_labels.starts(tokens, first)
+        && (first + 1..(first + 16).min(end)).any(|index| tokens.lower(index) == ":")
+}
+
 /// `PD-L1`, `PR 40%`, `ER/PR+`: a capitalised outcome abbreviation that is
-/// part of a marker name or carries a marker's status.
+/// part of a marker name or carries a marker's status. A short one written
+/// with a capital and small letters (`Cr 1.2`, `for Cr`) is a laboratory
+/// symbol, and one in small letters before a value (`cr 0.7`) too: an
+/// outcome is abbreviated in capitals (`CR`) or in small letters alone.
 fn abbreviation_of_something_else(
     lexicon: &Lexicon,
     tokens: &Tokens<'_>,
     index: usize,
     length: usize,
 ) -> bool {
-    if length != 1 || !tokens.raw(index).bytes().all(|byte| byte.is_ascii_uppercase()) {
+    if length != 1 {
         return false;
     }
+    let raw = tokens.raw(index);
+    let short = raw.len() <= 3;
+    let mut letters = raw.chars();
+    let title = short
+        && raw.len() >= 2
+        && letters.next().is_some_and(|first| first.is_ascii_uppercase())
+        && letters.all(|rest| rest.is_ascii_lowercase());
+    if title {
+        return true;
+    }
     let next = index + 1;
+    // `PR 40%` is a receptor, `Cr 0.7` a laboratory value; `PD 03/2024` a
+    // progression with its date.
+    let value_after = tokens
+        .lower(next)
+        .starts_with(|character: char| character.is_ascii_digit())
+        && tokens.lower(next + 1) != "/";
+    if !raw.bytes().all(|byte| byte.is_ascii_uppercase()) {
+        return short && value_after;
+    }
     let glued = tokens.tokens.get(next).is_some_and(|token| !token.space_before);
     let next_word = tokens.lower(next);
     (glued && matches!(next_word, "-" | "+" | "/"))
-        // `PR 40%` is a receptor; `PD 03/2024` a progression with its date.
-        || (next_word.starts_with(|character: char| character.is_ascii_digit())
-            && tokens.lower(next + 1) != "/")
+        || value_after
         || lexicon.markers.statuses.starts(tokens, next)
         || (index > 0 && tokens.lower(index - 1) == "/")
         || listed_after_marker(lexicon, tokens, index)
@@ -916,6 +993,19 @@ mod tests {
                 "Now on docetaxel since May after progression on osimertinib. Impression: progressive disease."
             ),
             pairs(&[("docetaxel", "progression"), ("osimertinib", "progression")])
+        );
+    }
+
+    /// An assessment dated and sited before its finding still reports it.
+    #[test]
+    fn stable_lesions_on_a_dated_scan_are_a_response() {
+        assert_eq!(
+            outcomes("On tebentafusp since 09/2025.\nMRI liver 01/2026: liver lesions stable in size."),
+            pairs(&[("tebentafusp", "response")])
+        );
+        assert_eq!(
+            outcomes("On tebentafusp since 09/2025, clinically stable."),
+            pairs(&[("tebentafusp", "ongoing")])
         );
     }
 
@@ -1092,6 +1182,64 @@ mod tests {
         assert_eq!(
             outcomes("On ADT (degarelix) + enzalutamide since 2023"),
             pairs(&[("degarelix) + enzalutamide", "ongoing")])
+        );
+    }
+
+    /// Creatinine written `Cr` (a capital and a small letter, or small
+    /// letters before a value) in a later line of labs is no complete
+    /// response; `CR` and `cr` alone still are.
+    #[test]
+    fn a_laboratory_symbol_is_no_outcome() {
+        assert_eq!(
+            outcomes(
+                "On FOLFOX since 03/2025.\nLabs: Hb 9.8, Cr 0.7, K 4.1.\nZoledronic acid dose-adjusted for Cr."
+            ),
+            pairs(&[("FOLFOX", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("On FOLFOX since 03/2025.\nlabs: hb 9.8, cr 1.2"),
+            pairs(&[("FOLFOX", "ongoing")])
+        );
+        assert_eq!(outcomes("FOLFOX x6 → CR"), pairs(&[("FOLFOX", "response")]));
+        assert_eq!(outcomes("FOLFOX x6, cr"), pairs(&[("FOLFOX", "response")]));
+    }
+
+    /// `for recurrent …` names the disease a line treats, not its outcome.
+    #[test]
+    fn a_disease_treated_for_is_no_outcome() {
+        assert_eq!(
+            outcomes("On lenvatinib + pembrolizumab for recurrent endometrial cancer."),
+            pairs(&[("lenvatinib + pembrolizumab", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("Day +90 after axicabtagene ciloleucel for her relapsed/refractory DLBCL."),
+            pairs(&[("axicabtagene ciloleucel", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("FOLFOX 2019, relapsed 2021."),
+            pairs(&[("FOLFOX", "progression")])
+        );
+    }
+
+    /// A history block opening a later line tells the past from its start:
+    /// its events, before it names a line, belong to none named above it.
+    #[test]
+    fn a_history_block_starts_the_story_again() {
+        assert_eq!(
+            outcomes(
+                "Seen on tebentafusp weekly.\nHistory: enucleation 2021; liver metastases found on MRI 07/2025.\nMRI 01/2026: stable disease."
+            ),
+            pairs(&[("tebentafusp", "response")])
+        );
+        assert_eq!(
+            outcomes(
+                "Seen on tebentafusp weekly.\nHistory: enucleation 2021; liver metastases found on MRI 07/2025."
+            ),
+            pairs(&[("tebentafusp", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("On olaparib.\nCT today: new liver metastases."),
+            pairs(&[("olaparib", "progression")])
         );
     }
 

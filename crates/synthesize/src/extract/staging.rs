@@ -9,9 +9,14 @@
 //! organ, `no brain metastases`, or of new lesions, `no new metastases`,
 //! says nothing of the whole; metastasis to lymph nodes is regional).
 //!
-//! Settling: the note is metastatic when it states distant spread anywhere
+//! Settling: a group the note writes as a correction of the record (`the
+//! correct stage is …, stage III`, `revised to stage IIIC`; `revisions` in
+//! `extract.yaml`) is the current group and decides the metastatic status,
+//! whatever spread the record claimed. Otherwise the note is metastatic when
+//! it states distant spread anywhere
 //! (a recurrence or progression with distant spread included) or an M1; else
-//! not when it states so, or M0, or a group below IV. The current stage
+//! not when it states so, or M0 (a stage IV written with M0 is regional
+//! disease: head and neck IVA/IVB, prostate IVA), or a group below IV. The current stage
 //! group is IV for a metastatic note (a lower group written at diagnosis
 //! is kept as `group_at_diagnosis`), else the first written group, else the
 //! group the AJCC tables (`cfeval_guidelines::staging`) give the first TNM
@@ -32,6 +37,8 @@ struct Group {
     detail: Option<String>,
     first: usize,
     last: usize,
+    /// Written as a correction of the record (`revised to stage III`).
+    revised: bool,
 }
 
 /// A TNM: categories (`None` for x, is or 0 where a table has no row),
@@ -135,11 +142,16 @@ fn read_groups(
             // Roman numeral is.
             && (words.words.starts(tokens, index) || tokens.raw(next).starts_with(['I', 'V']))
         {
+            let revised = words
+                .revisions
+                .find(tokens, index.saturating_sub(8).max(clause.0), index)
+                .is_some();
             notes.groups.push(Group {
                 main,
                 detail,
                 first: index,
                 last: next,
+                revised,
             });
             index = next + 1;
             continue;
@@ -544,10 +556,15 @@ pub fn resolve(
                     .map(|(main, detail)| (main, detail, tnm))
             })
     };
+    // A corrected stage decides the stage and the metastatic status: the
+    // spread the record claimed is what the correction overrules.
+    let revised = notes.groups.iter().rev().find(|group| group.revised);
     // (value, polarity, derived, span)
-    let metastatic: Option<(bool, bool, (usize, usize))> = if let Some(spread) = affirmed.or(m1) {
+    let metastatic: Option<(bool, bool, (usize, usize))> = if let Some(group) = revised {
+        Some((group.main == metastatic_group, true, (group.first, group.last)))
+    } else if let Some(spread) = affirmed.or(m1) {
         Some((true, false, (spread.first, spread.last)))
-    } else if let Some(group) = written_iv.filter(|_| !m0_written) {
+    } else if let Some(group) = written_iv.filter(|_| !m0_written && m0.is_none()) {
         Some((true, true, (group.first, group.last)))
     } else if let Some(spread) = negated.or(m0) {
         Some((false, false, (spread.first, spread.last)))
@@ -593,7 +610,9 @@ pub fn resolve(
             group.last,
         );
     };
-    if is_metastatic && written_iv.is_none() {
+    if let Some(group) = revised {
+        written(group, "group", out);
+    } else if is_metastatic && written_iv.is_none() {
         let (_, _, (first, last)) = metastatic.unwrap_or((true, true, (0, 0)));
         push(
             out,
@@ -889,6 +908,44 @@ mod tests {
         assert_eq!(value(&facts, "group").as_deref(), Some("II"));
         let facts = stage("Liver biopsy: metastatic carcinoma", Some("breast"));
         assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
+    }
+
+    /// A stage IV written with `cM0` apart from its T and N (`cT3a cN1
+    /// (PSMA: two iliac nodes) cM0 - stage IVA`) is regional disease, not
+    /// metastatic; the group stays IV.
+    #[test]
+    fn stage_iv_with_m0_written_apart_is_not_metastatic() {
+        for (text, cancer) in [
+            ("cT3a cN1 (PET: two iliac nodes) cM0 - AJCC stage IVA", "prostate"),
+            ("pT2 pN3b (3/41, ENE+) cM0, G3 - stage IVB", "head_and_neck"),
+        ] {
+            let facts = stage(text, Some(cancer));
+            assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"), "{text}");
+            assert_eq!(value(&facts, "group").as_deref(), Some("IV"), "{text}");
+        }
+        let facts = stage("Stage IVA, liver metastases", Some("breast"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
+    }
+
+    /// A second opinion's corrected stage is the current one, and decides
+    /// the metastatic status over the spread the record claimed.
+    #[test]
+    fn a_corrected_stage_is_the_current_one() {
+        let facts = stage(
+            "The outside team took the adrenal nodule to be a metastasis and labelled him stage IV. It is an adenoma; the correct stage is pT3a pN0 M0, stage III.",
+            Some("renal"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("III"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        assert_eq!(value(&facts, "group_at_diagnosis"), None);
+        let facts = stage(
+            "Reported as stage IIIC; on review of the liver biopsy we would regard her as stage IVB.",
+            Some("ovarian"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
+        let facts = stage("Stage IV at diagnosis, liver metastases", Some("breast"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
     }
 
     #[test]

@@ -360,11 +360,14 @@ fn notes_fourth_development_set_precision_and_recall() {
     assert_set_holds("notes-dev4", verbose, DEV4_PRECISION_FLOOR, DEV4_RECALL_FLOOR);
 }
 
-/// Just under its last held-out measurement: precision 0.856, recall 0.841
-/// (prior lines 0.583 / 0.632; cancer type 0.978 / 0.958, metastatic 0.922
-/// / 0.865, stage group 0.830 / 0.811, surgery 0.897 / 0.897).
-const DEV4_RECALL_FLOOR: f64 = 0.84;
-const DEV4_PRECISION_FLOOR: f64 = 0.85;
+/// Just under what the extractor reached after the seventh round (lab
+/// symbols, diseases treated for, history blocks, corrected stages, M0
+/// written apart): precision 0.877, recall 0.863 (cancer type 0.978 /
+/// 0.958, metastatic 0.967 / 0.906, stage group 0.852 / 0.833, surgery
+/// 0.912 / 0.912, prior lines 0.638 / 0.698). Held out it measured 0.856 /
+/// 0.841.
+const DEV4_RECALL_FLOOR: f64 = 0.86;
+const DEV4_PRECISION_FLOOR: f64 = 0.87;
 
 /// A fifth set of 96 notes in 8 more styles (survivorship care plans,
 /// cancer genetics letters, pre-operative histories and physicals, infusion
@@ -387,7 +390,9 @@ fn notes_held_out_precision_and_recall() {
 /// sixth round and before any rule was written for the seventh: precision
 /// 0.850, recall 0.828 (cancer type 0.989 / 0.979, metastatic 0.967 /
 /// 0.906, stage group 0.900 / 0.890, surgery 0.742 / 0.700, prior lines
-/// 0.552 / 0.627).
+/// 0.552 / 0.627). After the seventh round, the second time it was
+/// measured: 0.854 / 0.831 (metastatic 0.978 / 0.917, surgery 0.758 /
+/// 0.714, prior lines 0.557 / 0.627; the other kinds unchanged).
 const HELD_OUT_RECALL_FLOOR: f64 = 0.82;
 const HELD_OUT_PRECISION_FLOOR: f64 = 0.84;
 
@@ -434,7 +439,8 @@ fn one_development_note_is_printed_on_request() {
     let Some(id) = std::env::var_os("CFEVAL_NOTE") else {
         return;
     };
-    for note in notes("notes") {
+    let development = ["notes", "notes-dev2", "notes-dev3", "notes-dev4"];
+    for note in development.into_iter().flat_map(notes) {
         if std::ffi::OsStr::new(&note.id) != id {
             continue;
         }
