@@ -219,6 +219,8 @@ pub struct StagingWords {
     /// Words that correct the record's stage (`revised to`, `the correct
     /// stage is`): a group a few words after one is the current stage.
     pub revisions: Words,
+    /// Words that date a group to a relapse (`stage IIA at relapse`).
+    pub restagings: Words,
 }
 
 /// A staging table chosen by a marker's value (p16-positive oropharynx).
@@ -415,6 +417,8 @@ struct RawStaging {
     locally_advanced_groups: BTreeMap<String, String>,
     #[serde(default)]
     revisions: Vec<RawPhrase>,
+    #[serde(default)]
+    restagings: Vec<RawPhrase>,
 }
 
 #[derive(Deserialize)]
@@ -680,6 +684,7 @@ impl Lexicon {
                 locally_advanced: words(raw.staging.locally_advanced),
                 locally_advanced_groups: raw.staging.locally_advanced_groups,
                 revisions: words(raw.staging.revisions),
+                restagings: words(raw.staging.restagings),
             },
             metastatic: MetastaticWords {
                 stems: raw.metastatic.stems,

@@ -12,7 +12,9 @@
 //! Settling: a group the note writes as a correction of the record (`the
 //! correct stage is …, stage III`, `revised to stage IIIC`; `revisions` in
 //! `extract.yaml`) is the current group and decides the metastatic status,
-//! whatever spread the record claimed. Otherwise the note is metastatic when
+//! whatever spread the record claimed; so does a group written as the stage
+//! at a relapse (`stage IIA at relapse`; `restagings`), the first other
+//! group then being the stage at diagnosis. Otherwise the note is metastatic when
 //! it states distant spread anywhere
 //! (a recurrence or progression with distant spread included) or an M1; else
 //! not when it states so, or M0 (a stage IV written with M0 is regional
@@ -39,6 +41,10 @@ struct Group {
     last: usize,
     /// Written as a correction of the record (`revised to stage III`).
     revised: bool,
+    /// Written as the stage at a relapse (`stage IIA at relapse`,
+    /// `restaged as IIIB`): the current stage, the first other group the
+    /// one at diagnosis.
+    restaged: bool,
 }
 
 /// A TNM: categories (`None` for x, is or 0 where a table has no row),
@@ -146,12 +152,18 @@ fn read_groups(
                 .revisions
                 .find(tokens, index.saturating_sub(8).max(clause.0), index)
                 .is_some();
+            let restaged = words
+                .restagings
+                .find(tokens, index.saturating_sub(4).max(clause.0), index)
+                .is_some()
+                || words.restagings.starts(tokens, next + 1);
             notes.groups.push(Group {
                 main,
                 detail,
                 first: index,
                 last: next,
                 revised,
+                restaged,
             });
             index = next + 1;
             continue;
@@ -558,7 +570,12 @@ pub fn resolve(
     };
     // A corrected stage decides the stage and the metastatic status: the
     // spread the record claimed is what the correction overrules.
-    let revised = notes.groups.iter().rev().find(|group| group.revised);
+    let revised = notes
+        .groups
+        .iter()
+        .rev()
+        .find(|group| group.revised)
+        .or_else(|| notes.groups.iter().rev().find(|group| group.restaged));
     // (value, polarity, derived, span)
     let metastatic: Option<(bool, bool, (usize, usize))> = if let Some(group) = revised {
         Some((group.main == metastatic_group, true, (group.first, group.last)))
@@ -612,6 +629,12 @@ pub fn resolve(
     };
     if let Some(group) = revised {
         written(group, "group", out);
+        if group.restaged
+            && !group.revised
+            && let Some(first) = notes.groups.iter().find(|first| first.main != group.main)
+        {
+            written(first, "group_at_diagnosis", out);
+        }
     } else if is_metastatic && written_iv.is_none() {
         let (_, _, (first, last)) = metastatic.unwrap_or((true, true, (0, 0)));
         push(
@@ -946,6 +969,25 @@ mod tests {
         assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
         let facts = stage("Stage IV at diagnosis, liver metastases", Some("breast"));
         assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
+    }
+
+    /// The stage at a relapse is the current one; the stage at diagnosis
+    /// is kept as such.
+    #[test]
+    fn a_stage_at_relapse_is_the_current_one() {
+        let facts = stage(
+            "DLBCL dx 2024: stage IVB (marrow involved). Relapse 2025: nodal disease above the diaphragm only -> stage IIA at relapse",
+            Some("lymphoma"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("II"));
+        assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("IV"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        let facts = stage(
+            "Stage IIB in 2019; restaged as stage IV with liver metastases",
+            Some("breast"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
+        assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
     }
 
     #[test]

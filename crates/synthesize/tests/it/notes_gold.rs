@@ -362,12 +362,12 @@ fn notes_fourth_development_set_precision_and_recall() {
 
 /// Just under what the extractor reached after the seventh round (lab
 /// symbols, diseases treated for, history blocks, corrected stages, M0
-/// written apart): precision 0.877, recall 0.863 (cancer type 0.978 /
-/// 0.958, metastatic 0.967 / 0.906, stage group 0.852 / 0.833, surgery
-/// 0.912 / 0.912, prior lines 0.638 / 0.698). Held out it measured 0.856 /
-/// 0.841.
+/// written apart, stages at relapse): precision 0.881, recall 0.867
+/// (cancer type 0.978 / 0.958, metastatic 0.978 / 0.917, stage group 0.864
+/// / 0.844, surgery 0.912 / 0.912, prior lines 0.638 / 0.698). Held out it
+/// measured 0.856 / 0.841.
 const DEV4_RECALL_FLOOR: f64 = 0.86;
-const DEV4_PRECISION_FLOOR: f64 = 0.87;
+const DEV4_PRECISION_FLOOR: f64 = 0.88;
 
 /// A fifth set of 96 notes in 8 more styles (survivorship care plans,
 /// cancer genetics letters, pre-operative histories and physicals, infusion
