@@ -396,6 +396,29 @@ fn notes_held_out_precision_and_recall() {
 const HELD_OUT_RECALL_FLOOR: f64 = 0.82;
 const HELD_OUT_PRECISION_FLOOR: f64 = 0.84;
 
+/// A sixth set of 96 notes in 8 more styles (pharmacy medication
+/// reconciliations, molecular tumour board reports, trial eligibility
+/// emails, nurse telephone triage, inpatient SOAP progress notes, radiation
+/// oncology on-treatment reviews, insurance appeal letters, ICU consults),
+/// written blind by a seventh hand from the fifth set's README alone, and
+/// never read to write a rule: only the figures are printed.
+#[test]
+fn notes_second_held_out_precision_and_recall() {
+    assert_set_holds(
+        "notes-heldout5",
+        false,
+        SECOND_HELD_OUT_PRECISION_FLOOR,
+        SECOND_HELD_OUT_RECALL_FLOOR,
+    );
+}
+
+/// Just under what the set measured when it was added, after the seventh
+/// round: precision 0.903, recall 0.886 (cancer type 1.000 / 0.990,
+/// metastatic 0.989 / 0.948, stage group 0.924 / 0.924, surgery 0.903 /
+/// 0.848, prior lines 0.647 / 0.688, biomarkers 0.969 / 0.913).
+const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.88;
+const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.90;
+
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
 /// is read, and every fact it gives still points at its own text.
@@ -408,6 +431,7 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
         .chain(notes("notes-dev3"))
         .chain(notes("notes-dev4"))
         .chain(notes("notes-heldout4"))
+        .chain(notes("notes-heldout5"))
     {
         let ends: Vec<usize> = note
             .text
