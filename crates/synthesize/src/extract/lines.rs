@@ -120,8 +120,9 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
         // A history line tells the past from its start: while it names no
         // line, its events belong to none named above it, and after it the
         // line named last before it is the current one again.
-        let new_line = clause.0 == 0 || tokens.tokens[clause.0].newline_before;
-        if new_line && let Some(before) = suspended.take() {
+        if tokens.opens_line(clause.0)
+            && let Some(before) = suspended.take()
+        {
             active = active.or(before);
         }
         if opens_history(lexicon, tokens, clause) {
@@ -396,17 +397,16 @@ fn plans(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, end: usize) -> Ve
 /// heads the lines below it up to the next label (`Plan:` over bullets).
 fn plan_blocks(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Vec<(usize, usize)> {
     let count = tokens.tokens.len();
-    let opens_line = |index: usize| index == 0 || tokens.tokens[index].newline_before;
-    // The first word of the line starting at `index`, after a bullet mark.
-    let first_word = |index: usize| match tokens.lower(index) {
-        "-" | "•" | "*" | "·" => index + 1,
-        _ => index,
+    let line_end = |from: usize| {
+        (from..count)
+            .find(|&index| tokens.opens_line(index))
+            .unwrap_or(count)
     };
-    let line_end = |from: usize| (from..count).find(|&index| opens_line(index)).unwrap_or(count);
     // A line headed by a label of its own (`Histology:`, `CT 03/2024:`).
     let labelled = |line: usize| {
-        let first = first_word(line);
-        (first + 1..(first + 4).min(count)).any(|index| tokens.lower(index) == ":" && !opens_line(index))
+        let first = tokens.past_bullet(line);
+        (first + 1..(first + 4).min(count))
+            .any(|index| tokens.lower(index) == ":" && !tokens.opens_line(index))
     };
     let label_at = |index: usize| {
         let words = &lexicon.lines;
@@ -421,7 +421,7 @@ fn plan_blocks(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Vec<(usize, usize)> {
     while line < count {
         let next = line_end(line + 1);
         // A label opening the line or a sentence in it (`… as above. Plan:`).
-        let first = first_word(line);
+        let first = tokens.past_bullet(line);
         // `Thoracic MDT:`: one word may stand before a line's label.
         let label = [first, first + 1]
             .into_iter()
@@ -815,13 +815,10 @@ fn indication(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, index: usize)
 /// its first fifteen words (`History:`, `Background (from our records):`,
 /// `History as he recalls it, …:`): the history told from its start.
 fn opens_history(lexicon: &Lexicon, tokens: &Tokens<'_>, (start, end): (usize, usize)) -> bool {
-    if !(start == 0 || tokens.tokens[start].newline_before) {
+    if !tokens.opens_line(start) {
         return false;
     }
-    let first = match tokens.lower(start) {
-        "-" | "•" | "*" | "·" => start + 1,
-        _ => start,
-    };
+    let first = tokens.past_bullet(start);
     lexicon.lines.history_labels.starts(tokens, first)
         && (first + 1..(first + 16).min(end)).any(|index| tokens.lower(index) == ":")
 }

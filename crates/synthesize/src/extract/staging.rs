@@ -568,16 +568,17 @@ pub fn resolve(
                     .map(|(main, detail)| (main, detail, tnm))
             })
     };
-    // A corrected stage decides the stage and the metastatic status: the
-    // spread the record claimed is what the correction overrules.
-    let revised = notes
+    // A corrected stage (else a stage at relapse) decides the stage and the
+    // metastatic status: the spread the record claimed is what the
+    // correction overrules.
+    let stated = notes
         .groups
         .iter()
         .rev()
         .find(|group| group.revised)
         .or_else(|| notes.groups.iter().rev().find(|group| group.restaged));
     // (value, polarity, derived, span)
-    let metastatic: Option<(bool, bool, (usize, usize))> = if let Some(group) = revised {
+    let metastatic: Option<(bool, bool, (usize, usize))> = if let Some(group) = stated {
         Some((group.main == metastatic_group, true, (group.first, group.last)))
     } else if let Some(spread) = affirmed.or(m1) {
         Some((true, false, (spread.first, spread.last)))
@@ -627,7 +628,7 @@ pub fn resolve(
             group.last,
         );
     };
-    if let Some(group) = revised {
+    if let Some(group) = stated {
         written(group, "group", out);
         if group.restaged
             && !group.revised

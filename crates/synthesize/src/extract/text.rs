@@ -129,13 +129,28 @@ impl<'a> Tokens<'a> {
             .all(|(offset, word)| self.lower(index + offset) == *word)
     }
 
+    /// Whether token `index` opens a line (the first token, or one after a
+    /// line break).
+    pub fn opens_line(&self, index: usize) -> bool {
+        index == 0 || self.tokens.get(index).is_some_and(|token| token.newline_before)
+    }
+
+    /// Token `index`, or the one after it when it is a bullet mark (`-`,
+    /// `•`, `*`, `·`): the first word of a line that opens at `index`.
+    pub fn past_bullet(&self, index: usize) -> usize {
+        match self.lower(index) {
+            "-" | "•" | "*" | "·" => index + 1,
+            _ => index,
+        }
+    }
+
     /// Whether a clause ends before token `index`: `.`/`;`/`?`/`!` at the
     /// previous token (a `.` only when followed by space) or a line break.
     pub fn clause_break_before(&self, index: usize) -> bool {
         let Some(token) = self.tokens.get(index) else {
             return true;
         };
-        if token.newline_before || index == 0 {
+        if self.opens_line(index) {
             return true;
         }
         let previous = self.lower(index - 1);
