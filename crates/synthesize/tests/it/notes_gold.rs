@@ -373,42 +373,38 @@ const DEV4_PRECISION_FLOOR: f64 = 0.88;
 /// cancer genetics letters, pre-operative histories and physicals, infusion
 /// nursing notes, hospice referrals, patient-portal message threads,
 /// cardio-oncology consults, UK clinic letters to the general
-/// practitioner), written blind by a fifth and a sixth hand, and never read
-/// to write a rule: only the figures are printed, never a note, so that it
-/// stays a measurement.
+/// practitioner), written blind by a fifth and a sixth hand. It was held out
+/// twice (0.850 / 0.828 when added, 0.854 / 0.831 after the seventh round)
+/// and is read as a development set since the eighth, when `notes-heldout5`
+/// became the one held out and `notes-heldout6` was written: every miss is
+/// printed under `CFEVAL_NOTES_REPORT=1`.
 #[test]
-fn notes_held_out_precision_and_recall() {
-    assert_set_holds(
-        "notes-heldout4",
-        false,
-        HELD_OUT_PRECISION_FLOOR,
-        HELD_OUT_RECALL_FLOOR,
-    );
+fn notes_fifth_development_set_precision_and_recall() {
+    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+    assert_set_holds("notes-dev5", verbose, DEV5_PRECISION_FLOOR, DEV5_RECALL_FLOOR);
 }
 
-/// Just under what the held-out set measured when it was added, after the
-/// sixth round and before any rule was written for the seventh: precision
-/// 0.850, recall 0.828 (cancer type 0.989 / 0.979, metastatic 0.967 /
-/// 0.906, stage group 0.900 / 0.890, surgery 0.742 / 0.700, prior lines
-/// 0.552 / 0.627). After the seventh round, the second time it was
-/// measured: 0.854 / 0.831 (metastatic 0.978 / 0.917, surgery 0.758 /
-/// 0.714, prior lines 0.557 / 0.627; the other kinds unchanged).
-const HELD_OUT_RECALL_FLOOR: f64 = 0.82;
-const HELD_OUT_PRECISION_FLOOR: f64 = 0.84;
+/// Just under what the set measured held out after the seventh round:
+/// precision 0.854, recall 0.831 (cancer type 0.989 / 0.979, metastatic
+/// 0.978 / 0.917, stage group 0.900 / 0.890, surgery 0.758 / 0.714, prior
+/// lines 0.557 / 0.627).
+const DEV5_RECALL_FLOOR: f64 = 0.82;
+const DEV5_PRECISION_FLOOR: f64 = 0.84;
 
 /// A sixth set of 96 notes in 8 more styles (pharmacy medication
 /// reconciliations, molecular tumour board reports, trial eligibility
 /// emails, nurse telephone triage, inpatient SOAP progress notes, radiation
 /// oncology on-treatment reviews, insurance appeal letters, ICU consults),
 /// written blind by a seventh hand from the fifth set's README alone, and
-/// never read to write a rule: only the figures are printed.
+/// never read to write a rule: only the figures are printed, never a note,
+/// so that it stays a measurement.
 #[test]
-fn notes_second_held_out_precision_and_recall() {
+fn notes_held_out_precision_and_recall() {
     assert_set_holds(
         "notes-heldout5",
         false,
-        SECOND_HELD_OUT_PRECISION_FLOOR,
-        SECOND_HELD_OUT_RECALL_FLOOR,
+        HELD_OUT_PRECISION_FLOOR,
+        HELD_OUT_RECALL_FLOOR,
     );
 }
 
@@ -416,8 +412,8 @@ fn notes_second_held_out_precision_and_recall() {
 /// round: precision 0.903, recall 0.886 (cancer type 1.000 / 0.990,
 /// metastatic 0.989 / 0.948, stage group 0.924 / 0.924, surgery 0.903 /
 /// 0.848, prior lines 0.647 / 0.688, biomarkers 0.969 / 0.913).
-const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.88;
-const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.90;
+const HELD_OUT_RECALL_FLOOR: f64 = 0.88;
+const HELD_OUT_PRECISION_FLOOR: f64 = 0.90;
 
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
@@ -430,7 +426,7 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
         .chain(notes("notes-dev2"))
         .chain(notes("notes-dev3"))
         .chain(notes("notes-dev4"))
-        .chain(notes("notes-heldout4"))
+        .chain(notes("notes-dev5"))
         .chain(notes("notes-heldout5"))
     {
         let ends: Vec<usize> = note
@@ -463,7 +459,7 @@ fn one_development_note_is_printed_on_request() {
     let Some(id) = std::env::var_os("CFEVAL_NOTE") else {
         return;
     };
-    let development = ["notes", "notes-dev2", "notes-dev3", "notes-dev4"];
+    let development = ["notes", "notes-dev2", "notes-dev3", "notes-dev4", "notes-dev5"];
     for note in development.into_iter().flat_map(notes) {
         if std::ffi::OsStr::new(&note.id) != id {
             continue;
