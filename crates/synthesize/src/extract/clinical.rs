@@ -136,8 +136,33 @@ pub fn organ_cancer_type(
 }
 
 /// Surgery status: resected (a procedure done), unresected (judged
-/// unresectable or inoperable) or not_done (declined, deferred, not yet).
+/// unresectable or inoperable) or not_done (declined, deferred, not yet),
+/// with the note's title read for each clause (the extractor reads it
+/// once and calls [`surgery_in`]).
+#[cfg(test)]
 pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) -> bool {
+    surgery_in(lexicon, tokens, clause, preoperative_note(lexicon, tokens), out)
+}
+
+/// Whether the note's first line (its title) makes it a pre-operative note
+/// (`SURGICAL ONCOLOGY — PRE-OPERATIVE H&P`, `Preop visit`).
+pub fn preoperative_note(lexicon: &Lexicon, tokens: &Tokens<'_>) -> bool {
+    let end = (1..tokens.len())
+        .find(|&index| tokens.opens_line(index))
+        .unwrap_or(tokens.len());
+    lexicon.surgery.preoperative_titles.find(tokens, 0, end).is_some()
+}
+
+/// [`surgery`] for a note already known to be pre-operative or not: there
+/// an operation named with no word that it was done (`s/p`, a pathologic
+/// TNM, a margin) is planned, and `post-op` tells of the time after it.
+pub fn surgery_in(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    clause: (usize, usize),
+    preoperative: bool,
+    out: &mut Vec<Found>,
+) -> bool {
     let words = &lexicon.surgery;
     let (start, end) = clause;
     let mut procedure: Option<(usize, usize)> = None;
@@ -179,7 +204,12 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
         if words.resected_words.starts(tokens, index) {
             resected_word.get_or_insert(index);
         }
-        if let Some(length) = words.resected_alone.len_at(tokens, index) {
+        if let Some(length) = words.resected_alone.len_at(tokens, index).or_else(|| {
+            words
+                .after_operation
+                .len_at(tokens, index)
+                .filter(|_| !preoperative)
+        }) {
             alone.get_or_insert((index, index + length));
             index += length;
             continue;
@@ -314,7 +344,10 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
     if procedure.is_none() && resected_word.is_none() && !planned_noun {
         return false;
     }
-    let done = resected_before(&words.done_before, tokens, target, start);
+    let done = resected_before(&words.done_before, tokens, target, start).or_else(|| {
+        resected_before(&words.time_before, tokens, target, start)
+            .filter(|_| !preoperative && words.planned_cues.find(tokens, start, end).is_none())
+    });
     let done_after = procedure.and_then(|(_, after)| done_after(words, tokens, after, end));
     // `then TME`: the next step of a plan, unless told in the past.
     let then = words
@@ -326,12 +359,17 @@ pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), o
         });
     // A date or margin right after the procedure says it was done, unless
     // the plan is named before it (`Plan left mastectomy 06/2024`).
+    // In a pre-operative note only a pathologic TNM or a margin after the
+    // operation says it was done; a date there is the day it is booked for.
+    let done_after = done_after
+        .filter(|&after| !(preoperative && tokens.lower(after).starts_with(|c: char| c.is_ascii_digit())));
     let planned = words
         .planned_cues
         .find(tokens, start, end)
         .filter(|&cue| done_after.is_none() || cue < target)
         .or(then)
-        .or(not_done_phrase.map(|(first, _)| first));
+        .or(not_done_phrase.map(|(first, _)| first))
+        .or_else(|| (preoperative && done_after.is_none()).then_some(target));
     if done.is_none()
         && let Some(planned) = planned
     {
@@ -803,6 +841,68 @@ mod tests {
         assert_eq!(
             (got[1].0.as_str(), got[1].1.as_str()),
             ("hypertension", "present")
+        );
+    }
+
+    /// In a note titled pre-operative, an operation named with no word that
+    /// it was done is the one to come, a date after it is the day booked,
+    /// and `post-op` is the time after it; `s/p`, a pathologic TNM or a
+    /// margin still say an earlier one was done. Elsewhere `post-op` alone
+    /// still says an operation was done.
+    #[test]
+    fn a_pre_operative_note_names_the_operation_to_come() {
+        let note = |text: &str| note_surgery(text);
+        assert_eq!(
+            note("Thoracic Surgery - Preop H&P\nProcedure: robotic RUL lobectomy, 12/14/2026\nPlan: VTE ppx post-op.")
+                .as_deref(),
+            Some("not_done")
+        );
+        assert_eq!(
+            note("PRE-OPERATIVE ASSESSMENT\nDVT prophylaxis post-op; adjuvant therapy per path.").as_deref(),
+            None
+        );
+        assert_eq!(
+            note("Pre-operative H&P\nOnc history: 02/2024 lap sigmoidectomy -> pT3 pN1b M0. Now liver mets.")
+                .as_deref(),
+            Some("resected")
+        );
+        assert_eq!(
+            note("Pre-op visit\ns/p right hemicolectomy 2019. Planned: liver resection.").as_deref(),
+            Some("resected")
+        );
+        assert_eq!(
+            note("Clinic letter\nCEA normal post-op.").as_deref(),
+            Some("resected")
+        );
+    }
+
+    /// `after`/`following` before an operation say it was done, unless the
+    /// clause names a plan (`Plan adjuvant pembrolizumab after surgery`).
+    #[test]
+    fn after_surgery_in_a_plan_is_to_come() {
+        assert_eq!(
+            run("Plan adjuvant pembro x 15 after surgery.", surgery)[0].1,
+            "not_done"
+        );
+        assert_eq!(run("Recovered well after lobectomy.", surgery)[0].1, "resected");
+    }
+
+    /// An arrow and a staging node procedure between an operation and its
+    /// pathology or date still tie them (`sigmoidectomy -> pT3`,
+    /// `lumpectomy + SLNB 07/2026: ypT1b … planned cycles`).
+    #[test]
+    fn arrows_and_node_staging_tie_an_operation_to_its_pathology() {
+        assert_eq!(
+            run("lap sigmoidectomy -> pT3 pN1b (3/19) M0; planned review", surgery)[0].1,
+            "resected"
+        );
+        assert_eq!(
+            run(
+                "L lumpectomy + SLNB 07/2026: ypT1b, 5 of 14 planned cycles given",
+                surgery
+            )[0]
+            .1,
+            "resected"
         );
     }
 }

@@ -276,6 +276,17 @@ pub struct SurgeryWords {
     pub done_links: Words,
     pub done_after: Words,
     pub diagnostic: Words,
+    /// Words of a note's first line that make it a pre-operative note
+    /// (`Pre-operative H&P`): an operation it names is to come.
+    pub preoperative_titles: Words,
+    /// Right before a procedure, these say it was done unless a plan is
+    /// named in the clause or the note is pre-operative (`after surgery`
+    /// is past in `CEA normal after surgery`, to come in `Plan adjuvant
+    /// pembrolizumab after surgery`).
+    pub time_before: Words,
+    /// Words that tell of the time after an operation (`post-op`): one was
+    /// done, except in a pre-operative note.
+    pub after_operation: Words,
 }
 
 /// The word lists for prior lines; `drugs` label each name with its
@@ -310,6 +321,27 @@ pub struct LineWords {
     pub qualifiers: Words,
     pub negations: Words,
     pub glue: Words,
+    /// Right after a regimen (past `not_given_fillers`), these say it was
+    /// not given (`T-DXd not an option`, `carboplatin-based NAC is not
+    /// supported`, `osimertinib to be considered`).
+    pub not_given: Words,
+    pub not_given_fillers: Words,
+    /// Right after a regimen, these describe the patient, not a line
+    /// (`cisplatin-ineligible`).
+    pub patient_words: Words,
+    /// Right before a regimen (past setting and retreatment words), these
+    /// say it was not given (`no adjuvant nivolumab`, `advise against
+    /// cisplatin`, `do not rechallenge capecitabine`).
+    pub refusals: Words,
+    /// Labels of lines that list what is not a line's story (`Meds:`,
+    /// `Allergies:`, `FHx:`): an outcome word there (`aspirin stopped`)
+    /// travels to no line named elsewhere.
+    pub aside_labels: Words,
+    /// Tumour markers whose fall or rise written as `A -> B` (`PSA 48 ->
+    /// 3.1`) is a response or a progression, as is a size in `size_units`
+    /// (`3.1 -> 2.6 cm`).
+    pub measures: Words,
+    pub size_units: Words,
 }
 
 /// The word lists for biomarkers.
@@ -321,6 +353,9 @@ pub struct MarkerWords {
     pub negation_fillers: Words,
     pub negated_nouns: Words,
     pub ish_words: Words,
+    /// Markers read by a count per megabase (`TMB 3 mut/Mb`): positive at
+    /// or above the threshold, negative below.
+    pub counts: BTreeMap<String, f64>,
 }
 
 /// How a dictated note is read (the extractor's `dictation` module).
@@ -469,6 +504,12 @@ struct RawSurgery {
     #[serde(default)]
     done_after: Vec<RawPhrase>,
     diagnostic: Vec<RawPhrase>,
+    #[serde(default)]
+    preoperative_titles: Vec<RawPhrase>,
+    #[serde(default)]
+    time_before: Vec<RawPhrase>,
+    #[serde(default)]
+    after_operation: Vec<RawPhrase>,
 }
 
 #[derive(Deserialize)]
@@ -496,6 +537,13 @@ struct RawLines {
     qualifiers: Vec<RawPhrase>,
     negations: Vec<RawPhrase>,
     glue: Vec<RawPhrase>,
+    not_given: Vec<RawPhrase>,
+    not_given_fillers: Vec<RawPhrase>,
+    patient_words: Vec<RawPhrase>,
+    refusals: Vec<RawPhrase>,
+    aside_labels: Vec<RawPhrase>,
+    measures: Vec<RawPhrase>,
+    size_units: Vec<RawPhrase>,
     skip_classes: Vec<String>,
     skip_names: Vec<String>,
 }
@@ -515,6 +563,8 @@ struct RawBiomarkers {
     negation_fillers: Vec<RawPhrase>,
     negated_nouns: Vec<RawPhrase>,
     ish_words: Vec<RawPhrase>,
+    #[serde(default)]
+    counts: BTreeMap<String, f64>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -725,6 +775,9 @@ impl Lexicon {
                 done_links: words(raw.surgery.done_links),
                 done_after: words(raw.surgery.done_after),
                 diagnostic: words(raw.surgery.diagnostic),
+                preoperative_titles: words(raw.surgery.preoperative_titles),
+                time_before: words(raw.surgery.time_before),
+                after_operation: words(raw.surgery.after_operation),
             },
             lines: LineWords {
                 drugs: drugs_set,
@@ -751,6 +804,13 @@ impl Lexicon {
                 qualifiers: words(raw.prior_lines.qualifiers),
                 negations: words(raw.prior_lines.negations),
                 glue: words(raw.prior_lines.glue),
+                not_given: words(raw.prior_lines.not_given),
+                not_given_fillers: words(raw.prior_lines.not_given_fillers),
+                patient_words: words(raw.prior_lines.patient_words),
+                refusals: words(raw.prior_lines.refusals),
+                aside_labels: words(raw.prior_lines.aside_labels),
+                measures: words(raw.prior_lines.measures),
+                size_units: words(raw.prior_lines.size_units),
             },
             ecog: words(raw.ecog.words),
             comorbidities: labelled(raw.comorbidities),
@@ -833,6 +893,7 @@ fn markers(raw: &RawBiomarkers) -> std::result::Result<MarkerWords, String> {
         negation_fillers: words(raw.negation_fillers.clone()),
         negated_nouns: words(raw.negated_nouns.clone()),
         ish_words: words(raw.ish_words.clone()),
+        counts: raw.counts.clone(),
     })
 }
 

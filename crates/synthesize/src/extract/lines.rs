@@ -116,6 +116,8 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
     let mut active: Option<usize> = None;
     let mut suspended: Option<Option<usize>> = None;
     let blocks = plan_blocks(lexicon, tokens);
+    // The first token of the line the clause opens in (read once, in order).
+    let (mut line_start, mut scanned) = (0, 0);
     for (clause_index, &clause) in clauses.iter().enumerate() {
         // A history line tells the past from its start: while it names no
         // line, its events belong to none named above it, and after it the
@@ -141,20 +143,36 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                 .chain(&blocks)
                 .any(|(from, to)| (*from..*to).contains(&index))
         };
+        // A regimen listed right after a refused one is refused with it
+        // (`do not rechallenge capecitabine or infusional 5-FU`).
+        let mut refused_end: Option<usize> = None;
         let regimens: Vec<Regimen> = regimens(lexicon, tokens, start, end)
             .into_iter()
             .filter(|regimen| {
-                !planned(regimen.first)
-                    && !not_given(tokens, regimen.end, end)
-                    && !refused_before(lexicon, tokens, start, regimen.first)
+                let refused = refused_before(lexicon, tokens, start, regimen.first)
+                    || refused_end.is_some_and(|previous| {
+                        (previous..regimen.first).all(|index| {
+                            matches!(tokens.lower(index), "and" | "," | "or" | "&" | "nor")
+                                || words.qualifiers.starts(tokens, index)
+                        })
+                    });
+                refused_end = refused.then_some(regimen.end);
+                !refused && !planned(regimen.first) && !not_given(lexicon, tokens, regimen.end, end)
             })
             .collect();
+        while scanned <= start {
+            if tokens.opens_line(scanned) {
+                line_start = scanned;
+            }
+            scanned += 1;
+        }
+        let aside = aside(lexicon, tokens, line_start);
         let cues: Vec<Cue> = cues(lexicon, tokens, start, end)
             .into_iter()
             .filter(|cue| !planned(cue.index))
             .collect();
         if regimens.is_empty() {
-            if let Some(line) = active {
+            if let Some(line) = active.filter(|_| !aside) {
                 for cue in cues.iter().filter(|cue| carried(lexicon, tokens, cue)) {
                     lines[line].take_cue(cue, clause_index);
                 }
@@ -179,7 +197,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                 && !tied(lexicon, tokens, cue_end, first_regimen)
                 && !close(tokens, cue_end, first_regimen)
         });
-        if let Some(line) = active {
+        if let Some(line) = active.filter(|_| !aside) {
             for cue in early.iter().filter(|cue| carried(lexicon, tokens, cue)) {
                 lines[line].take_cue(cue, clause_index);
             }
@@ -227,7 +245,23 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
             if words.curative.find(tokens, setting_from, after).is_some() {
                 lines[id].curative = true;
             }
-            if let Some(index) = words.ongoing.find(tokens, before, after) {
+            // A line named again takes an ongoing word only close by (`now on
+            // CAPOX`), not one about something else in its clause
+            // (`Ongoing toxicity: neuropathy (oxaliplatin)`).
+            let named_again = lines[id].first != regimen.first;
+            let (from, to) = if named_again {
+                (
+                    regimen.first.saturating_sub(3).max(before),
+                    (regimen.end + 3).min(after),
+                )
+            } else {
+                (before, after)
+            };
+            if let Some(index) = words
+                .ongoing
+                .find(tokens, from, to)
+                .or_else(|| (from..to).find(|&index| cycle_label(tokens.lower(index))))
+            {
                 lines[id].take(Outcome::Ongoing, index, clause_index);
             }
             ids.push(id);
@@ -447,53 +481,81 @@ fn plan_blocks(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Vec<(usize, usize)> {
     out
 }
 
-/// Whether a regimen is written as not given: `not`/`no` within two words
-/// after it (`T-DXd not an option`, `bevacizumab not given`), or a plan
-/// right after it (`adjuvant doxorubicin/ifosfamide discussed`).
-fn not_given(tokens: &Tokens<'_>, regimen_end: usize, end: usize) -> bool {
-    (regimen_end..(regimen_end + 2).min(end)).any(|index| {
-        matches!(
-            tokens.lower(index),
-            "not"
-                | "never"
-                | "discussed"
-                | "proposed"
-                | "recommended"
-                | "offered"
-                | "considered"
-                | "suggested"
-                | "planned"
-        )
-    }) || {
-        // `cisplatin-eligible`, `platinum-ineligible`: the patient, not a line.
-        let at = if tokens.lower(regimen_end) == "-" {
-            regimen_end + 1
-        } else {
-            regimen_end
-        };
-        at < end
-            && matches!(
-                tokens.lower(at),
-                "eligible" | "ineligible" | "unfit" | "fit" | "naive"
-            )
+/// Whether a regimen is written as not given: a `not_given` word within
+/// two words after it (`T-DXd not an option`, `bevacizumab not given`,
+/// `adjuvant doxorubicin/ifosfamide discussed`) or past fillers
+/// (`carboplatin-based NAC is not supported`, `osimertinib to be
+/// considered`), or a word of the patient right after it
+/// (`cisplatin-ineligible`).
+fn not_given(lexicon: &Lexicon, tokens: &Tokens<'_>, regimen_end: usize, end: usize) -> bool {
+    let words = &lexicon.lines;
+    if (regimen_end..(regimen_end + 2).min(end)).any(|index| words.not_given.starts(tokens, index)) {
+        return true;
     }
+    let mut index = regimen_end;
+    while index < end && index < regimen_end + 8 {
+        if words.not_given.starts(tokens, index) {
+            return true;
+        }
+        match words.not_given_fillers.len_at(tokens, index) {
+            Some(length) => index += length,
+            None => break,
+        }
+    }
+    let at = if tokens.lower(regimen_end) == "-" {
+        regimen_end + 1
+    } else {
+        regimen_end
+    };
+    at < end && words.patient_words.starts(tokens, at)
 }
 
-/// Whether a regimen is written as not given by a word before it: `no` or
-/// `without`, then only setting words (`No adjuvant nivolumab`).
+/// Whether a regimen is written as not given by a refusal before it, then
+/// only setting, retreatment, link and qualifier words (`No adjuvant
+/// nivolumab`, `advise against cisplatin`, `do not rechallenge with
+/// capecitabine`).
 fn refused_before(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, regimen: usize) -> bool {
-    let settings = &lexicon.lines.settings;
-    (regimen.saturating_sub(4).max(start)..regimen).any(|at| {
-        matches!(tokens.lower(at), "no" | "without") && {
-            let mut index = at + 1;
+    let words = &lexicon.lines;
+    (regimen.saturating_sub(6).max(start)..regimen).any(|at| {
+        words.refusals.len_at(tokens, at).is_some_and(|length| {
+            let mut index = at + length;
             while index < regimen
-                && let Some(length) = settings.len_at(tokens, index)
+                && let Some(length) = words
+                    .settings
+                    .len_at(tokens, index)
+                    .or_else(|| words.retreatment.len_at(tokens, index))
+                    .or_else(|| words.links.len_at(tokens, index))
+                    .or_else(|| words.qualifiers.len_at(tokens, index))
             {
                 index += length;
             }
             index == regimen
-        }
+        })
     })
+}
+
+/// Whether a word labels a cycle under way (`C9`, `C4D1`, `c12d8`): `c`,
+/// one or two digits, then optionally `d` and one or two digits.
+fn cycle_label(word: &str) -> bool {
+    let digits = |part: &str| (1..=2).contains(&part.len()) && part.bytes().all(|byte| byte.is_ascii_digit());
+    let Some(rest) = word.strip_prefix('c') else {
+        return false;
+    };
+    match rest.split_once('d') {
+        Some((cycle, day)) => digits(cycle) && digits(day),
+        None => digits(rest),
+    }
+}
+
+/// Whether the line opening at token `line` is headed by an aside label
+/// (`Meds:`, `Allergies:`, `FHx:`).
+fn aside(lexicon: &Lexicon, tokens: &Tokens<'_>, line: usize) -> bool {
+    let first = tokens.past_bullet(line);
+    lexicon
+        .lines
+        .aside_labels
+        .len_at(tokens, first)
+        .is_some_and(|length| tokens.lower(first + length) == ":")
 }
 
 /// Whether a short capitalised name is a score, not a drug: three letters
@@ -758,6 +820,16 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
             index = lesion + 1;
             continue;
         }
+        if let Some((value, end)) = measured_change(lexicon, tokens, from, index, to) {
+            out.push(Cue {
+                value,
+                index,
+                length: end - index,
+                negated: false,
+            });
+            index = end;
+            continue;
+        }
         let Some((length, value)) = words.outcomes.at(tokens, index) else {
             index += 1;
             continue;
@@ -786,6 +858,91 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
         index += length;
     }
     out
+}
+
+/// A number written at token `index` (`48`, `3.1`, `2.6cm`): its value and
+/// the token after it. A decimal point must touch both its digits.
+fn number_at(tokens: &Tokens<'_>, index: usize, to: usize) -> Option<(f64, usize)> {
+    let leading = |raw: &str| {
+        let digits = raw.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0).then(|| (raw[..digits].to_string(), digits == raw.len()))
+    };
+    if index >= to {
+        return None;
+    }
+    let (mut text, whole) = leading(tokens.raw(index))?;
+    let mut end = index + 1;
+    if whole
+        && end + 1 < to
+        && tokens.raw(end) == "."
+        && !tokens.tokens[end].space_before
+        && !tokens.tokens[end + 1].space_before
+        && let Some((fraction, _)) = leading(tokens.raw(end + 1))
+    {
+        text = format!("{text}.{fraction}");
+        end += 2;
+    }
+    text.parse().ok().map(|value| (value, end))
+}
+
+/// `A -> B` (or `A → B`) starting at token `index`, for a tumour marker
+/// named just before `A` or a size unit right after either number: a
+/// response when `B` is at most nine tenths of `A`, a progression when at
+/// least six fifths, with the token after `B`.
+fn measured_change(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    from: usize,
+    index: usize,
+    to: usize,
+) -> Option<(Outcome, usize)> {
+    let words = &lexicon.lines;
+    // `PSA ↓ 55%`, `CEA ↑`: an arrow of its own after a marker.
+    if let arrow @ ("↓" | "↑") = tokens.lower(index)
+        && words
+            .measures
+            .find(tokens, index.saturating_sub(5).max(from), index)
+            .is_some()
+    {
+        let value = if arrow == "↓" {
+            Outcome::Response
+        } else {
+            Outcome::Progression
+        };
+        return Some((value, index + 1));
+    }
+    // Only from a number's first token (`3` of `3.1`, not its `1`).
+    if index > from && tokens.raw(index - 1) == "." && !tokens.tokens[index].space_before {
+        return None;
+    }
+    let (before, after_before) = number_at(tokens, index, to)?;
+    let arrow_end = match tokens.lower(after_before) {
+        "→" => after_before + 1,
+        "-" if tokens.lower(after_before + 1) == ">" => after_before + 2,
+        _ => return None,
+    };
+    let (after, end) = number_at(tokens, arrow_end, to)?;
+    let unit = |at: usize| {
+        let raw = tokens.lower(at.saturating_sub(1));
+        let suffix = raw.trim_start_matches(|c: char| c.is_ascii_digit());
+        let written = Tokens::new(suffix);
+        (!suffix.is_empty() && words.size_units.len_at(&written, 0) == Some(written.len()))
+            || words.size_units.starts(tokens, at)
+    };
+    let marker = words
+        .measures
+        .find(tokens, index.saturating_sub(5).max(from), index)
+        .is_some();
+    if !(marker || unit(after_before) || unit(end)) || before <= 0.0 {
+        return None;
+    }
+    if after <= 0.9 * before {
+        Some((Outcome::Response, end))
+    } else if after >= 1.2 * before {
+        Some((Outcome::Progression, end))
+    } else {
+        None
+    }
 }
 
 /// Whether the word at `index` names the disease a line treats: one of the
@@ -1344,6 +1501,118 @@ mod tests {
                 "Now on FOLFIRI + bevacizumab, C3.\nPrior FOLFOX not resumed.\nDose check: irinotecan 180 mg/m2, bevacizumab 5 mg/kg."
             ),
             pairs(&[("FOLFIRI + bevacizumab", "ongoing")])
+        );
+    }
+
+    /// Words after a regimen, past fillers, that say it was not given
+    /// (`carboplatin-based NAC is not supported`, `osimertinib to be
+    /// considered`), and refusals before it (`advise against cisplatin`,
+    /// `do not rechallenge capecitabine or infusional 5-FU`).
+    #[test]
+    fn regimens_advised_against_or_only_considered_are_no_lines() {
+        assert!(outcomes("Per Dr. Choi, carboplatin-based NAC is not supported.").is_empty());
+        assert!(outcomes("EGFR+ -> adjuvant osimertinib to be considered post-resection").is_empty());
+        assert!(
+            outcomes("From a cardiac standpoint we advise AGAINST cisplatin-based chemotherapy.").is_empty()
+        );
+        assert!(
+            outcomes("Do NOT rechallenge capecitabine or infusional 5-FU; events can be fatal.").is_empty()
+        );
+        assert_eq!(
+            outcomes("CAPOX started 10/2026, no rechallenge with capecitabine after the event"),
+            pairs(&[("CAPOX", "ongoing")])
+        );
+    }
+
+    /// An outcome word on a line headed `Meds:`, `Allergies:` or `FHx:`
+    /// (`aspirin stopped`) says nothing of the line named before it.
+    #[test]
+    fn outcome_words_in_medication_and_history_lists_stay_there() {
+        assert_eq!(
+            outcomes("Neoadjuvant: mFOLFIRINOX x 8 (05/2026-09/2026).\nMeds: ASA 81 stopped 7 d ago."),
+            pairs(&[("mFOLFIRINOX", "response")])
+        );
+        assert_eq!(
+            outcomes("FOLFOX since 03/2026.\nFHx: father colon ca, recurrence at 70."),
+            pairs(&[("FOLFOX", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("FOLFOX since 03/2026.\nCT 06/2026: progression."),
+            pairs(&[("FOLFOX", "progression")])
+        );
+    }
+
+    /// A line named again takes an ongoing word only close to the name
+    /// (`Ongoing toxicity: neuropathy (oxaliplatin)` after a completed
+    /// adjuvant course is no ongoing line).
+    #[test]
+    fn an_ongoing_word_far_from_a_line_named_again_is_not_its_own() {
+        assert_eq!(
+            outcomes(
+                "Chemotherapy: adjuvant CAPOX x 4 cycles, 05/2024-07/2024.\nOngoing toxicity: G1 sensory neuropathy fingertips (oxaliplatin), improving."
+            ),
+            pairs(&[("CAPOX", "response")])
+        );
+        assert_eq!(
+            outcomes("Adjuvant CAPOX 05/2024.\nOxaliplatin now dropped, capecitabine ongoing."),
+            pairs(&[("CAPOX", "ongoing")])
+        );
+    }
+
+    /// A cycle label of any number (`C9 of 12`, `C4D1`) is a cycle under
+    /// way.
+    #[test]
+    fn cycle_labels_of_any_number_are_under_way() {
+        assert_eq!(
+            outcomes("mFOLFIRINOX C9 of 12 (adjuvant)"),
+            pairs(&[("mFOLFIRINOX", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("Adjuvant pembrolizumab, C12D1 today."),
+            pairs(&[("pembrolizumab", "ongoing")])
+        );
+        assert!(cycle_label("c4d1") && cycle_label("c12") && !cycle_label("cd") && !cycle_label("c123"));
+    }
+
+    /// `mCRPC` after a hormone line is its progression, and the drugs of
+    /// later lines the ontology names (cabazitaxel, lutetium PSMA) are
+    /// lines.
+    #[test]
+    fn castration_resistance_is_progression_and_late_prostate_lines_are_lines() {
+        assert_eq!(
+            outcomes("ADT + docetaxel x6 (2021) -> mCRPC 02/2023 -> cabazitaxel since 08/2026"),
+            pairs(&[("docetaxel", "progression"), ("cabazitaxel", "ongoing")])
+        );
+    }
+
+    /// A tumour marker or a size written falling or rising with an arrow
+    /// is the line's response or progression; other values (`Hgb 12 ->
+    /// 9`) and small changes are none.
+    #[test]
+    fn a_marker_or_size_falling_or_rising_is_an_outcome() {
+        assert_eq!(
+            outcomes("olaparib 300 mg bid since 09/2024 (PSA 48 -> 3.1)"),
+            pairs(&[("olaparib", "response")])
+        );
+        assert_eq!(
+            outcomes("belzutifan daily since 03/2025 - largest lesion 3.1 -> 2.6 cm"),
+            pairs(&[("belzutifan", "response")])
+        );
+        assert_eq!(
+            outcomes("niraparib maintenance 2022-2025, CA-125 12 -> 164"),
+            pairs(&[("niraparib", "progression")])
+        );
+        assert_eq!(
+            outcomes("Adjuvant CAPOX x 8, Hgb 12.1 -> 9.0, completed"),
+            pairs(&[("CAPOX", "response")])
+        );
+        assert_eq!(
+            outcomes("3L 177Lu-PSMA-617 C3/6, PSA ↓ 55%."),
+            pairs(&[("177Lu-PSMA", "response")])
+        );
+        assert_eq!(
+            outcomes("FOLFOX since 03/2026, CEA 5.0 -> 4.7"),
+            pairs(&[("FOLFOX", "ongoing")])
         );
     }
 }

@@ -412,6 +412,27 @@ fn forward(
             saw_mutation.get_or_insert(index);
         }
         if let Some(value) = number_at(tokens, index)
+            && let Some(&threshold) = lexicon.markers.counts.get(marker)
+        {
+            // `TMB 3 mut/Mb`, `TMB 14`: a count against its threshold.
+            let end = if tokens.lower(index + 1) == "." && !tokens.tokens[index + 1].space_before {
+                index + 3
+            } else {
+                index + 1
+            };
+            let value_name = if value >= threshold {
+                "positive"
+            } else {
+                "negative"
+            };
+            return Some(Status {
+                value: value_name.into(),
+                detail: Some(format!("{value} mut/Mb")),
+                first: index,
+                end: end.min(clause_end),
+            });
+        }
+        if let Some(value) = number_at(tokens, index)
             && matches!(marker, "PD-L1" | "ER" | "PR" | "HER2")
         {
             let below = index > 0
@@ -763,6 +784,20 @@ mod tests {
         assert_eq!(statuses("MMR proteins retained"), pairs(&[("MSI", "negative")]));
         assert_eq!(statuses("microsatellite-stable"), pairs(&[("MSI", "negative")]));
         assert_eq!(statuses("dMMR by IHC"), pairs(&[("MSI", "positive")]));
+    }
+
+    /// TMB by its count against the threshold in `extract.yaml` (10
+    /// mut/Mb), or by name.
+    #[test]
+    fn tmb_counts_and_names() {
+        assert_eq!(statuses("TMB 3 mut/Mb"), pairs(&[("TMB", "negative")]));
+        assert_eq!(statuses("TMB: 14.2 mut/Mb"), pairs(&[("TMB", "positive")]));
+        assert_eq!(
+            statuses("MSI-stable, TMB 1."),
+            pairs(&[("MSI", "negative"), ("TMB", "negative")])
+        );
+        assert_eq!(statuses("TMB-high"), pairs(&[("TMB", "positive")]));
+        assert_eq!(statuses("TMB pending"), pairs(&[("TMB", "unknown")]));
     }
 
     #[test]

@@ -545,27 +545,19 @@ pub fn resolve(
     let negated = notes.spreads.iter().find(|spread| !spread.value);
     let m0 = notes.m_tokens.iter().find(|spread| !spread.value);
     let below_iv = notes.groups.iter().find(|group| group.main != metastatic_group);
+    // A group from a TNM: the pre-treatment one first (`cT3 N0 M0` over a
+    // later `ypT1c ypN0`: staging after neoadjuvant therapy does not
+    // restage), a TNM after therapy only when no other gives a group.
     let derived_group = || {
-        let staging = staging?;
-        let table = table?;
-        notes.tnms.iter().find_map(|tnm| {
-            table_group(staging, table, tnm, tnm.m.unwrap_or(0)).map(|(main, detail)| (main, detail, tnm))
-        })
-    };
-    // The last staging after neoadjuvant therapy (`ypT1c ypN0`) that the
-    // tables give a group: the current stage of a non-metastatic cancer.
-    let post_therapy_group = || {
         let staging = staging?;
         let table = table?;
         notes
             .tnms
             .iter()
-            .rev()
-            .filter(|tnm| tnm.post_therapy)
+            .filter(|tnm| !tnm.post_therapy)
+            .chain(notes.tnms.iter().filter(|tnm| tnm.post_therapy))
             .find_map(|tnm| {
-                table_group(staging, table, tnm, tnm.m.unwrap_or(0))
-                    .filter(|(main, _)| main != metastatic_group)
-                    .map(|(main, detail)| (main, detail, tnm))
+                table_group(staging, table, tnm, tnm.m.unwrap_or(0)).map(|(main, detail)| (main, detail, tnm))
             })
     };
     // A corrected stage (else a stage at relapse) decides the stage and the
@@ -652,14 +644,6 @@ pub fn resolve(
         );
         mark_derived(out, true);
         if let Some(group) = below_iv {
-            written(group, "group_at_diagnosis", out);
-        }
-    } else if !is_metastatic && let Some((main, detail, tnm)) = post_therapy_group() {
-        push(
-            out, tokens, "stage", "group", &main, "affirmed", "certain", detail, tnm.first, tnm.last,
-        );
-        mark_derived(out, true);
-        if let Some(group) = notes.groups.first().filter(|group| group.main != main) {
             written(group, "group_at_diagnosis", out);
         }
     } else if let Some(group) = notes.groups.first() {
@@ -850,20 +834,23 @@ mod tests {
             value(&stage("Stage clinical: cT3 N+ M0.", Some("gastric")), "group").as_deref(),
             Some("III")
         );
-        // ypT0 ypN0 of an oesophageal cancer is stage I (its own table).
+        // ypT0 ypN0 of an oesophageal cancer is stage I (its own table),
+        // when no pre-treatment staging is written.
+        let facts = stage("Oesophagectomy after CROSS: ypT0 ypN0.", Some("esophageal"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("I"));
+        // Staging after neoadjuvant therapy does not restage: the
+        // pre-treatment group, written or from its TNM, stays the stage.
         let facts = stage(
             "pre-treatment cT3 N1 M0 on EUS. Oesophagectomy after CROSS: ypT0 ypN0.",
             Some("esophageal"),
         );
-        assert_eq!(value(&facts, "group").as_deref(), Some("I"));
-        // Staging after neoadjuvant therapy is the current stage; the group
-        // written before it is the stage at diagnosis.
+        assert_eq!(value(&facts, "group").as_deref(), Some("III"));
         let facts = stage(
             "Initial cT3 N0 M0, stage IIA, treated with FOLFIRINOX. Whipple: ypT1c ypN0, R0.",
             Some("pancreatic"),
         );
-        assert_eq!(value(&facts, "group").as_deref(), Some("I"));
-        assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
+        assert_eq!(value(&facts, "group").as_deref(), Some("II"));
+        assert_eq!(value(&facts, "group_at_diagnosis"), None);
     }
 
     #[test]

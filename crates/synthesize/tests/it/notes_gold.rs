@@ -339,8 +339,8 @@ fn notes_third_development_set_precision_and_recall() {
 /// Just under what the extractor reached after the sixth round (dictated
 /// notes read as said, stopped lines, new lesions): precision 0.912, recall
 /// 0.888 (cancer type 1.000 / 0.992, metastatic 0.981 / 0.882, stage group
-/// 0.951 / 0.860, surgery 0.962 / 0.926, prior lines 0.669 / 0.736). Held
-/// out it measured 0.902 / 0.836.
+/// 0.951 / 0.860, surgery 0.962 / 0.926, prior lines 0.669 / 0.736); after
+/// the eighth 0.915 / 0.887. Held out it measured 0.902 / 0.836.
 const DEV3_RECALL_FLOOR: f64 = 0.88;
 const DEV3_PRECISION_FLOOR: f64 = 0.91;
 
@@ -364,8 +364,8 @@ fn notes_fourth_development_set_precision_and_recall() {
 /// symbols, diseases treated for, history blocks, corrected stages, M0
 /// written apart, stages at relapse): precision 0.881, recall 0.867
 /// (cancer type 0.978 / 0.958, metastatic 0.978 / 0.917, stage group 0.864
-/// / 0.844, surgery 0.912 / 0.912, prior lines 0.638 / 0.698). Held out it
-/// measured 0.856 / 0.841.
+/// / 0.844, surgery 0.912 / 0.912, prior lines 0.638 / 0.698); after the
+/// eighth 0.886 / 0.875. Held out it measured 0.856 / 0.841.
 const DEV4_RECALL_FLOOR: f64 = 0.86;
 const DEV4_PRECISION_FLOOR: f64 = 0.88;
 
@@ -384,12 +384,16 @@ fn notes_fifth_development_set_precision_and_recall() {
     assert_set_holds("notes-dev5", verbose, DEV5_PRECISION_FLOOR, DEV5_RECALL_FLOOR);
 }
 
-/// Just under what the set measured held out after the seventh round:
-/// precision 0.854, recall 0.831 (cancer type 0.989 / 0.979, metastatic
-/// 0.978 / 0.917, stage group 0.900 / 0.890, surgery 0.758 / 0.714, prior
-/// lines 0.557 / 0.627).
-const DEV5_RECALL_FLOOR: f64 = 0.82;
-const DEV5_PRECISION_FLOOR: f64 = 0.84;
+/// Just under what the extractor reached after the eighth round (operations
+/// still to come in pre-operative notes, regimens advised against or only
+/// considered, medication lists, cycles of any number, markers and sizes
+/// written falling or rising, TMB counts, the pre-treatment stage kept
+/// after neoadjuvant therapy): precision 0.882, recall 0.866 (cancer type
+/// 0.989 / 0.979, metastatic 0.978 / 0.917, stage group 0.933 / 0.923,
+/// surgery 0.864 / 0.814, prior lines 0.612 / 0.696). Held out it measured
+/// 0.850 / 0.828 and 0.854 / 0.831.
+const DEV5_RECALL_FLOOR: f64 = 0.86;
+const DEV5_PRECISION_FLOOR: f64 = 0.88;
 
 /// A sixth set of 96 notes in 8 more styles (pharmacy medication
 /// reconciliations, molecular tumour board reports, trial eligibility
@@ -411,9 +415,36 @@ fn notes_held_out_precision_and_recall() {
 /// Just under what the set measured when it was added, after the seventh
 /// round: precision 0.903, recall 0.886 (cancer type 1.000 / 0.990,
 /// metastatic 0.989 / 0.948, stage group 0.924 / 0.924, surgery 0.903 /
-/// 0.848, prior lines 0.647 / 0.688, biomarkers 0.969 / 0.913).
+/// 0.848, prior lines 0.647 / 0.688, biomarkers 0.969 / 0.913). After the
+/// eighth round, the second time it was measured: 0.909 / 0.897 (stage
+/// group 0.946 / 0.946, prior lines 0.652 / 0.688).
 const HELD_OUT_RECALL_FLOOR: f64 = 0.88;
 const HELD_OUT_PRECISION_FLOOR: f64 = 0.90;
+
+/// A seventh set of 96 notes in 8 more styles (nurse navigator intakes,
+/// haematology-oncology fellows' overnight admissions, tumour registry
+/// abstracts, clinical trial serious adverse event narratives, long
+/// dictated new-patient consults, chemotherapy teaching notes, acute
+/// oncology assessments, progress notes copied forward with dated
+/// updates), written blind on 2026-12-07 by an eighth hand from the fifth
+/// and sixth sets' READMEs alone, and never read to write a rule: only the
+/// figures are printed.
+#[test]
+fn notes_second_held_out_precision_and_recall() {
+    assert_set_holds(
+        "notes-heldout6",
+        false,
+        SECOND_HELD_OUT_PRECISION_FLOOR,
+        SECOND_HELD_OUT_RECALL_FLOOR,
+    );
+}
+
+/// Just under what the set measured when it was added, after the eighth
+/// round: precision 0.859, recall 0.837 (cancer type 0.990 / 1.000,
+/// metastatic 0.955 / 0.885, stage group 0.851 / 0.813, surgery 0.938 /
+/// 0.871, prior lines 0.541 / 0.545).
+const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.83;
+const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.85;
 
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
@@ -428,6 +459,7 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
         .chain(notes("notes-dev4"))
         .chain(notes("notes-dev5"))
         .chain(notes("notes-heldout5"))
+        .chain(notes("notes-heldout6"))
     {
         let ends: Vec<usize> = note
             .text
