@@ -108,7 +108,7 @@ impl Reader {
             if !labelled || layout.is_negated(hit) || deep {
                 return None;
             }
-            let start = line.end - after.len() + link.map_or(0, String::len);
+            let start = past_option_letter(text, line.end - after.len() + link.map_or(0, String::len));
             let (_, sentence_end) = layout.sentence_of(start + 1);
             let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
             // A terse label that lists findings and arrows to its
@@ -148,6 +148,42 @@ impl Reader {
     }
 }
 
+/// Past an exam option's letter after a label (`Answer: E. Glanzmann
+/// thrombasthenia`, `The answer is C: …`, `(D) …`): a letter from `a` to
+/// `j`, bracketed or followed by `.`, `:`, `)` or a dash, then a space.
+fn past_option_letter(text: &str, start: usize) -> usize {
+    let rest = &text[start..];
+    let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | '=' | '*'));
+    let skipped = rest.len() - trimmed.len();
+    let (open, body) = match trimmed.strip_prefix('(') {
+        Some(body) => (1, body),
+        None => (0, trimmed),
+    };
+    let Some(letter) = body.chars().next() else {
+        return start;
+    };
+    if !('a'..='j').contains(&letter) {
+        return start;
+    }
+    let after_letter = &body[letter.len_utf8()..];
+    // `C: X`, `E. X`, `(B) X`, `C — X`.
+    let spaced = after_letter.trim_start_matches(' ');
+    let (mark, after_mark) = match (open, after_letter.chars().next(), spaced.chars().next()) {
+        (1, Some(')'), _) => (1, &after_letter[1..]),
+        (0, Some(mark @ ('.' | ':' | ')')), _) => (mark.len_utf8(), &after_letter[mark.len_utf8()..]),
+        (0, _, Some(dash @ ('-' | '—' | '–'))) => {
+            let gap = after_letter.len() - spaced.len();
+            (gap + dash.len_utf8(), &spaced[dash.len_utf8()..])
+        }
+        _ => return start,
+    };
+    if !after_mark.starts_with(' ') {
+        return start;
+    }
+    let rest_of = after_mark.trim_start_matches(' ');
+    start + skipped + open + letter.len_utf8() + mark + (after_mark.len() - rest_of.len())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::answer::tests::{assert_all_lead, leading};
@@ -168,6 +204,21 @@ mod tests {
                 .as_deref(),
             Some("lambert_eaton")
         );
+    }
+
+    #[test]
+    fn an_exam_option_letter_after_an_answer_label_is_skipped() {
+        assert_all_lead(
+            &[
+                "The answer is C: Myasthenia gravis.\n(A) LEMS would improve with use.",
+                "The correct answer is D: myasthenia gravis.",
+                "Answer: E. Myasthenia gravis.\nLEMS (A) improves with exercise.",
+                "Answer: C — myasthenia gravis (generalised).",
+                "Final answer: (B) Myasthenia gravis",
+            ],
+            "myasthenia_gravis",
+        );
+        assert_eq!(super::past_option_letter("answer: acute mi", 6), 6);
     }
 
     #[test]
