@@ -342,6 +342,12 @@ pub struct LineWords {
     /// (`3.1 -> 2.6 cm`).
     pub measures: Words,
     pub size_units: Words,
+    /// Near a regimen, these say its course was completed: with no outcome
+    /// written, a response (`I finished my TC chemo in July`).
+    pub completed: Words,
+    /// Right before an outcome word, these make it no event (`lowers the
+    /// chance of recurrence`, `watch for progression`).
+    pub hypothetical: Words,
 }
 
 /// The word lists for biomarkers.
@@ -544,6 +550,8 @@ struct RawLines {
     aside_labels: Vec<RawPhrase>,
     measures: Vec<RawPhrase>,
     size_units: Vec<RawPhrase>,
+    completed: Vec<RawPhrase>,
+    hypothetical: Vec<RawPhrase>,
     skip_classes: Vec<String>,
     skip_names: Vec<String>,
 }
@@ -811,6 +819,8 @@ impl Lexicon {
                 aside_labels: words(raw.prior_lines.aside_labels),
                 measures: words(raw.prior_lines.measures),
                 size_units: words(raw.prior_lines.size_units),
+                completed: words(raw.prior_lines.completed),
+                hypothetical: words(raw.prior_lines.hypothetical),
             },
             ecog: words(raw.ecog.words),
             comorbidities: labelled(raw.comorbidities),

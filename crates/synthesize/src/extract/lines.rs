@@ -89,6 +89,8 @@ struct Line {
     drugs: Vec<String>,
     outcome: Option<(Outcome, usize, usize)>,
     curative: bool,
+    /// Written as completed (`finished`, `completed`).
+    completed: bool,
 }
 
 impl Line {
@@ -236,6 +238,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                             drugs,
                             outcome: None,
                             curative: false,
+                            completed: false,
                         });
                         lines.len() - 1
                     }
@@ -244,6 +247,9 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
             let setting_from = regimen.first.saturating_sub(6).max(before);
             if words.curative.find(tokens, setting_from, after).is_some() {
                 lines[id].curative = true;
+            }
+            if words.completed.find(tokens, setting_from, after).is_some() {
+                lines[id].completed = true;
             }
             // A line named again takes an ongoing word only close by (`now on
             // CAPOX`), not one about something else in its clause
@@ -307,7 +313,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
     for (position, line) in lines.iter().enumerate() {
         let outcome = match line.outcome {
             Some((value, cue, clause)) => Some((value, Some(cue).filter(|_| clause == line.clause))),
-            None if line.curative => Some((Outcome::Response, None)),
+            None if line.curative || line.completed => Some((Outcome::Response, None)),
             None if position + 1 == count => Some((Outcome::Ongoing, None)),
             None => None,
         };
@@ -582,17 +588,19 @@ fn listed(tokens: &Tokens<'_>, end: usize, next: usize) -> bool {
 fn carried(lexicon: &Lexicon, tokens: &Tokens<'_>, cue: &Cue) -> bool {
     cue.value != Outcome::Ongoing
         && (!lexicon.lines.not_carried.starts(tokens, cue.index)
-            || reported_by_assessment(lexicon, tokens, cue.index))
+            || reported_by(&lexicon.lines.assessments, tokens, cue.index)
+            || reported_by(&lexicon.lines.measures, tokens, cue.index))
 }
 
-/// Whether an assessment word (`CT`, `restaging`) stands within eight
-/// words before `index` in its clause.
-fn reported_by_assessment(lexicon: &Lexicon, tokens: &Tokens<'_>, index: usize) -> bool {
+/// Whether a word of `words` (an assessment, `CT`, `restaging`; a tumour
+/// marker, `CEA rising`) stands within eight words before `index` in its
+/// clause.
+fn reported_by(words: &super::lexicon::Words, tokens: &Tokens<'_>, index: usize) -> bool {
     let mut from = index;
     while from > 0 && index - from < 8 && !tokens.clause_break_before(from) {
         from -= 1;
     }
-    lexicon.lines.assessments.find(tokens, from, index).is_some()
+    words.find(tokens, from, index).is_some()
 }
 
 /// A metastasis word, not negated, with a word that says it appeared
@@ -836,6 +844,10 @@ fn cues(lexicon: &Lexicon, tokens: &Tokens<'_>, from: usize, to: usize) -> Vec<C
         };
         if abbreviation_of_something_else(lexicon, tokens, index, length)
             || indication(lexicon, tokens, from, index)
+            || words
+                .hypothetical
+                .find(tokens, index.saturating_sub(3).max(from), index)
+                .is_some()
         {
             index += length;
             continue;
@@ -1613,6 +1625,41 @@ mod tests {
         assert_eq!(
             outcomes("FOLFOX since 03/2026, CEA 5.0 -> 4.7"),
             pairs(&[("FOLFOX", "ongoing")])
+        );
+    }
+
+    /// A course written as completed (`finished`, `completed`) with no
+    /// outcome is a response, as a completed curative course is; a purpose
+    /// (`to complete 6 cycles`) is not a completion.
+    #[test]
+    fn a_course_written_as_completed_is_a_response() {
+        assert_eq!(
+            outcomes("I finished my TC chemo in July. Now on letrozole since 08/2026."),
+            pairs(&[("TC", "response"), ("letrozole", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("ABVD from 01/2026, to complete 6 cycles; C3D1 given today."),
+            pairs(&[("ABVD", "ongoing")])
+        );
+    }
+
+    /// An outcome word after a risk, a hope or a watch (`lowers the chance
+    /// of recurrence`, `watch for progression`) is no event, and a rising
+    /// value travels to a line only when a tumour marker or an assessment
+    /// reports it (`TSH 6.8 (rising)` is none, `CEA rising` is).
+    #[test]
+    fn risks_watches_and_other_rising_values_are_no_outcome() {
+        assert_eq!(
+            outcomes("Ribociclib + letrozole since 10/2026, which lowers the chance of recurrence."),
+            pairs(&[("Ribociclib + letrozole", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("Adjuvant cisplatin with RT, completed 09/2025.\nTSH 6.8 (rising), recheck."),
+            pairs(&[("cisplatin", "response")])
+        );
+        assert_eq!(
+            outcomes("FOLFOX since 03/2026.\nCEA rising, 12 -> 48."),
+            pairs(&[("FOLFOX", "progression")])
         );
     }
 }

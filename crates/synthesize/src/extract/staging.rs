@@ -853,6 +853,23 @@ mod tests {
         assert_eq!(value(&facts, "group_at_diagnosis"), None);
     }
 
+    /// Metastases named as a condition (`aborted if unexpected mets`, `CT to
+    /// rule out mets`) or as a suspicion are not stated: the written stage
+    /// holds.
+    #[test]
+    fn metastases_named_as_a_condition_are_not_stated() {
+        for text in [
+            "cT2 N0 M0, stage IB. Consent incl. possible aborted procedure if unexpected mets.",
+            "cT2 N0 M0, stage IB. CT chest to rule out mets.",
+        ] {
+            let facts = stage(text, Some("pancreatic"));
+            assert_eq!(value(&facts, "group").as_deref(), Some("I"), "{text}");
+            assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"), "{text}");
+        }
+        let facts = stage("cT2 N0 M0 in 2024; now liver mets.", Some("pancreatic"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
+    }
+
     #[test]
     fn locally_advanced_and_small_cell_stages() {
         let facts = stage(
