@@ -141,7 +141,42 @@ pub fn organ_cancer_type(
 /// once and calls [`surgery_in`]).
 #[cfg(test)]
 pub fn surgery(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) -> bool {
-    surgery_in(lexicon, tokens, clause, preoperative_note(lexicon, tokens), out)
+    surgery_in(
+        lexicon,
+        tokens,
+        clause,
+        preoperative_note(lexicon, tokens),
+        note_year(tokens),
+        out,
+    )
+}
+
+/// The note's own year: the first year (`19xx`, `20xx`) of its first three
+/// lines (`Date: 11/30/2026`, `12/02/2026 | …`).
+pub fn note_year(tokens: &Tokens<'_>) -> Option<u32> {
+    let mut lines = 0;
+    for index in 0..tokens.len() {
+        if index > 0 && tokens.opens_line(index) {
+            lines += 1;
+            if lines == 3 {
+                return None;
+            }
+        }
+        if let Some(year) = year_at(tokens, index) {
+            return Some(year);
+        }
+    }
+    None
+}
+
+/// A year written at token `index` (`2023`).
+fn year_at(tokens: &Tokens<'_>, index: usize) -> Option<u32> {
+    let raw = tokens.raw(index);
+    (raw.len() == 4
+        && (raw.starts_with("19") || raw.starts_with("20"))
+        && raw.bytes().all(|b| b.is_ascii_digit()))
+    .then(|| raw.parse().ok())
+    .flatten()
 }
 
 /// Whether the note's first line (its title) makes it a pre-operative note
@@ -161,6 +196,7 @@ pub fn surgery_in(
     tokens: &Tokens<'_>,
     clause: (usize, usize),
     preoperative: bool,
+    note_year: Option<u32>,
     out: &mut Vec<Found>,
 ) -> bool {
     let words = &lexicon.surgery;
@@ -300,7 +336,11 @@ pub fn surgery_in(
         if !words.negations.starts(tokens, index) {
             return None;
         }
-        let after = (index + 1..(index + 5).min(end)).find(|&next| is_surgical(next));
+        // Not across an arrow, a colon, a comma or a bracket (`no ulceration
+        // -> WLE`, `no LVI, lobectomy`).
+        let after = (index + 1..(index + 5).min(end))
+            .take_while(|&next| !matches!(tokens.lower(next), ">" | "→" | ":" | "," | "(" | ")" | ";"))
+            .find(|&next| is_surgical(next));
         // After the surgical word only `not`/`never` negate it (`surgery not
         // performed`); `lobectomy, no adjuvant therapy` is about the next.
         let before = matches!(tokens.lower(index), "not" | "never")
@@ -360,9 +400,16 @@ pub fn surgery_in(
     // A date or margin right after the procedure says it was done, unless
     // the plan is named before it (`Plan left mastectomy 06/2024`).
     // In a pre-operative note only a pathologic TNM or a margin after the
-    // operation says it was done; a date there is the day it is booked for.
-    let done_after = done_after
-        .filter(|&after| !(preoperative && tokens.lower(after).starts_with(|c: char| c.is_ascii_digit())));
+    // operation says it was done, or a date in a year before the note's
+    // own (`WLE + SLNB 06/2023` in a note of 2026); another date there is
+    // the day it is booked for.
+    let done_after = done_after.filter(|&after| {
+        !preoperative
+            || !tokens.lower(after).starts_with(|c: char| c.is_ascii_digit())
+            || (after..(after + 8).min(end)).any(|index| {
+                year_at(tokens, index).is_some_and(|year| note_year.is_some_and(|note| year < note))
+            })
+    });
     let planned = words
         .planned_cues
         .find(tokens, start, end)
@@ -873,6 +920,21 @@ mod tests {
         assert_eq!(
             note("Clinic letter\nCEA normal post-op.").as_deref(),
             Some("resected")
+        );
+        // A negation before an arrow says nothing of the operation after it.
+        assert_eq!(
+            note("Clinic note\nBreslow 2.8 mm, no ulceration -> WLE + SLNB 06/2023").as_deref(),
+            Some("resected")
+        );
+        // An operation dated in a year before the note's own was done.
+        assert_eq!(
+            note("Pre-operative H&P — melanoma\n12/02/2026 Planned: groin dissection.\nOnc Hx: WLE + SLNB (0/2) 06/2023, pT3a pN0.")
+                .as_deref(),
+            Some("resected")
+        );
+        assert_eq!(
+            note("Pre-op H&P\nDate: 11/20/2026\nProcedure: radical nephrectomy, 12/01/2026").as_deref(),
+            Some("not_done")
         );
     }
 

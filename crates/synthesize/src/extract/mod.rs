@@ -89,13 +89,14 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
     let (mut cancer, mut ecog) = (None, false);
     let mut surgeries: Vec<Found> = Vec::new();
     let preoperative = clinical::preoperative_note(lexicon, &tokens);
+    let note_year = clinical::note_year(&tokens);
     for &clause in &clauses {
         if cancer.is_none() && clinical::cancer_type(lexicon, &tokens, clause, &mut found) {
             cancer = found.last().map(|fact: &Found| fact.value.clone());
         }
         staging::read_clause(lexicon, &tokens, clause, &mut stage_notes);
         if !tokens.is_question(clause) {
-            clinical::surgery_in(lexicon, &tokens, clause, preoperative, &mut surgeries);
+            clinical::surgery_in(lexicon, &tokens, clause, preoperative, note_year, &mut surgeries);
         }
         ecog = ecog || clinical::ecog(lexicon, &tokens, clause, &mut found);
         markers::extract(lexicon, &tokens, clause, &mut found);
