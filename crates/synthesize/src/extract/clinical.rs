@@ -486,9 +486,7 @@ fn done_after(
     while index < end && index < after + 5 {
         let raw = tokens.raw(index);
         let lower = tokens.lower(index);
-        let year = raw.len() == 4
-            && (raw.starts_with("19") || raw.starts_with("20"))
-            && raw.bytes().all(|b| b.is_ascii_digit());
+        let year = year_at(tokens, index).is_some();
         let date = raw.bytes().all(|b| b.is_ascii_digit())
             && !raw.is_empty()
             && raw.len() <= 2

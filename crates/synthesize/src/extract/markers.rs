@@ -73,12 +73,15 @@ fn is_variant(raw: &str) -> bool {
         && bytes[1..bytes.len() - 1].iter().all(u8::is_ascii_digit)
 }
 
-fn number_at(tokens: &Tokens<'_>, index: usize) -> Option<f64> {
+/// A number written at token `index` (`45`, `1.5`): its value and the
+/// token after it.
+fn number_at(tokens: &Tokens<'_>, index: usize) -> Option<(f64, usize)> {
     let word = tokens.lower(index);
     if !word.bytes().all(|byte| byte.is_ascii_digit()) || word.is_empty() {
         return None;
     }
     let mut text = word.to_string();
+    let mut end = index + 1;
     // `1.5` is three tokens.
     if tokens.lower(index + 1) == "."
         && !tokens
@@ -90,8 +93,9 @@ fn number_at(tokens: &Tokens<'_>, index: usize) -> Option<f64> {
     {
         text.push('.');
         text.push_str(tokens.lower(index + 2));
+        end = index + 3;
     }
-    text.parse().ok()
+    text.parse().ok().map(|value| (value, end))
 }
 
 /// Finds every biomarker fact in the clause `clause` (token range).
@@ -411,15 +415,11 @@ fn forward(
         if matches!(word, "mutation" | "mutations") {
             saw_mutation.get_or_insert(index);
         }
-        if let Some(value) = number_at(tokens, index)
+        let written = number_at(tokens, index);
+        if let Some((value, end)) = written
             && let Some(&threshold) = lexicon.markers.counts.get(marker)
         {
             // `TMB 3 mut/Mb`, `TMB 14`: a count against its threshold.
-            let end = if tokens.lower(index + 1) == "." && !tokens.tokens[index + 1].space_before {
-                index + 3
-            } else {
-                index + 1
-            };
             let value_name = if value >= threshold {
                 "positive"
             } else {
@@ -432,7 +432,7 @@ fn forward(
                 end: end.min(clause_end),
             });
         }
-        if let Some(value) = number_at(tokens, index)
+        if let Some((value, _)) = written
             && matches!(marker, "PD-L1" | "ER" | "PR" | "HER2")
         {
             let below = index > 0
