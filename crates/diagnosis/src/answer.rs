@@ -38,6 +38,7 @@ use crate::ontology::{Found, Ontology};
 use crate::text::{is_boundary, whole_word_places};
 
 /// Reading the leader a label names.
+mod exam;
 mod label;
 mod markup;
 /// What an answer offers besides its leader.
@@ -131,7 +132,9 @@ impl Reader {
     /// Reads one answer.
     pub fn read(&self, answer: &str) -> Reading {
         let unmarked;
-        let answer = match markup::plain(answer, &self.cues.reasoning_tags) {
+        let answer = match markup::plain(answer, &self.cues.reasoning_tags, &|name| {
+            self.cues.is_heading_cue(name)
+        }) {
             Some(plain) => {
                 unmarked = plain;
                 unmarked.as_str()
@@ -140,18 +143,45 @@ impl Reader {
         };
         let layout = Layout::new(answer, &self.cues, self.ontology.lexicon());
         let found = self.ontology.find(&layout.tokens);
-        let offered: Vec<Found> = found
+        let dropped = self.dropped_by_pronoun(&layout, &found);
+        let mut offered: Vec<Found> = found
             .iter()
             .copied()
             .filter(|f| {
                 !layout.is_ruled_out(f.start, f.end)
+                    && !dropped.contains(f)
                     && !layout.is_history(f.start)
                     && !layout.is_question(f.start)
                     && !layout.is_purpose(f.start)
             })
             .collect();
-        let free = self.free_differential(&layout, &found);
-        let (mut leading, mut source) = self.by_label(&layout, &offered);
+        let mut free = self.free_differential(&layout, &found);
+        let choices = exam::choices(&layout);
+        let (mut leading, mut source) = self.by_label(&layout, &offered, &choices);
+        // An exam answer that chose an option leaves the others unoffered:
+        // they are the question's, not the answer's.
+        if source == "option"
+            && let Some(lead) = &leading
+        {
+            let span = |choice: &exam::Choice| {
+                (
+                    layout.folded.original(choice.start),
+                    layout.folded.original(choice.end),
+                )
+            };
+            let chosen = choices
+                .iter()
+                .map(span)
+                .find(|(start, end)| *start <= lead.start && lead.end <= *end);
+            let unchosen = |at: usize| {
+                choices
+                    .iter()
+                    .map(span)
+                    .any(|range| Some(range) != chosen && range.0 <= at && at < range.1)
+            };
+            offered.retain(|f| !unchosen(layout.folded.original(f.start)));
+            free.retain(|mention| !unchosen(mention.start));
+        }
         let declines = source != "label"
             && layout
                 .hits
@@ -834,6 +864,31 @@ pub(crate) mod tests {
         let reading = reader().read("Differential diagnosis:\n- MG\n- LEMS");
         assert_eq!(reading.source, "first_listed");
         assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+    }
+
+    #[test]
+    fn a_diagnosis_let_go_is_ruled_out() {
+        for answer in [
+            "LEMS was my first thought. LEMS would need reduced reflexes, which are normal here, so I'm dropping it.\nFinal answer: myasthenia gravis.",
+            "Botulism first. But the pupils are normal, so I'm moving away from botulism.\nFinal answer: myasthenia gravis.",
+            "Botulism crossed my mind; I'm setting botulism aside.\nFinal answer: myasthenia gravis.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(ids(&reading.ruled_out).len(), 1, "{answer}");
+            assert_eq!(
+                reading.leading.and_then(|lead| lead.id).as_deref(),
+                Some("myasthenia_gravis")
+            );
+        }
+        // `aside from` sets nothing aside, and a pronoun after no rule-out
+        // cue drops nothing.
+        for answer in [
+            "Aside from botulism, consider LEMS.\nFinal answer: myasthenia gravis.",
+            "LEMS would need reduced reflexes, so I'm keeping it as the alternative.\nFinal answer: myasthenia gravis.",
+        ] {
+            let reading = reader().read(answer);
+            assert_eq!(ids(&reading.ruled_out), Vec::<String>::new(), "{answer}");
+        }
     }
 
     #[test]

@@ -312,6 +312,16 @@ impl Cues {
         })
     }
 
+    /// Whether `phrase` (lower case) is a label, leading or differential
+    /// cue, as written or with its colon (`primary` for `primary:`): the
+    /// name of an XML element that means what the cue means.
+    pub fn is_heading_cue(&self, phrase: &str) -> bool {
+        self.structural.iter().any(|(kind, cue)| {
+            matches!(kind, Kind::Label | Kind::LeadingForward | Kind::Differential)
+                && (cue == phrase || cue.strip_suffix(':') == Some(phrase))
+        })
+    }
+
     /// Every cue in a folded text, sorted by start: the structural ones with
     /// overlaps resolved to the longer (an inert phrase hides what it
     /// overlaps and is then dropped), the others all kept.

@@ -3,6 +3,7 @@
 //! section labels, and a label in a question or before a restated case names
 //! nothing.
 
+use super::exam::Choice;
 use super::{Mention, Phrase, Reader};
 use crate::cues::{Hit, Kind};
 use crate::layout::Layout;
@@ -28,7 +29,14 @@ impl Reader {
     /// of several, the highest ranked, then the first. A label in a question
     /// (`Most likely diagnosis?`) or before a restated case (`Assessment: the
     /// patient is ...`) names nothing.
-    pub(super) fn by_label(&self, layout: &Layout<'_>, offered: &[Found]) -> (Option<Mention>, &'static str) {
+    /// A label that chooses one of an exam's `choices` by its letter
+    /// (`Final answer: (C)`) leads with that option (source `option`).
+    pub(super) fn by_label(
+        &self,
+        layout: &Layout<'_>,
+        offered: &[Found],
+        choices: &[Choice],
+    ) -> (Option<Mention>, &'static str) {
         let mut best: Option<(u8, Mention, &'static str)> = None;
         for hit in &layout.hits {
             if layout.is_question(hit.start) {
@@ -44,7 +52,7 @@ impl Reader {
             {
                 continue;
             }
-            let Some((mention, source)) = self.label_at(layout, hit, offered) else {
+            let Some((mention, source)) = self.label_at(layout, hit, offered, choices) else {
                 continue;
             };
             let rank = self.label_rank(layout, hit.start, hit.end);
@@ -78,8 +86,36 @@ impl Reader {
             })
     }
 
+    /// The first known diagnosis a leading cue between `from` and `to`
+    /// names right after it (`fibroepithelial neoplasm …, consistent with
+    /// phyllodes tumour`): what a descriptive phrase adds up to.
+    fn after_forward_cue(
+        &self,
+        layout: &Layout<'_>,
+        from: usize,
+        to: usize,
+        offered: &[Found],
+    ) -> Option<Phrase> {
+        let cue = layout.hits_in(Kind::LeadingForward, from, to).next()?;
+        offered
+            .iter()
+            .copied()
+            .find(|f| f.start >= cue.end && f.end <= to && layout.words_between(cue.end, f.start) <= 1)
+            .map(|f| Phrase {
+                start: f.start,
+                end: f.end,
+                found: Some(f),
+            })
+    }
+
     /// The leader a label hit names, inline or on the next line.
-    fn label_at(&self, layout: &Layout<'_>, hit: &Hit, offered: &[Found]) -> Option<(Mention, &'static str)> {
+    fn label_at(
+        &self,
+        layout: &Layout<'_>,
+        hit: &Hit,
+        offered: &[Found],
+        choices: &[Choice],
+    ) -> Option<(Mention, &'static str)> {
         let text = &layout.folded.text;
         {
             let line = layout.line_of(hit.start);
@@ -108,7 +144,14 @@ impl Reader {
             if !labelled || layout.is_negated(hit) || deep {
                 return None;
             }
-            let start = past_option_letter(text, line.end - after.len() + link.map_or(0, String::len));
+            let (start, letter) =
+                past_option_letter(text, line.end - after.len() + link.map_or(0, String::len));
+            if let Some(choice) =
+                letter.and_then(|letter| choices.iter().find(|choice| choice.letter == letter))
+                && let Some(phrase) = self.phrase_at(layout, choice.start, choice.end, offered)
+            {
+                return Some((self.lead(layout, phrase), "option"));
+            }
             let (_, sentence_end) = layout.sentence_of(start + 1);
             let inline = self.phrase_at(layout, start, sentence_end.max(start).min(line.end), offered);
             // A terse label that lists findings and arrows to its
@@ -132,13 +175,24 @@ impl Reader {
                 return Some((self.lead(layout, phrase), "label"));
             }
             if after.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
+                // A line under the heading that ends with a colon heads what
+                // follows it (a pathology report's specimen, `Skin, chest,
+                // excisional biopsy:`): the leader is on the line after it.
                 let next = layout
                     .lines
                     .iter()
-                    .find(|next| next.start > line.end && !next.blank);
+                    .filter(|next| next.start > line.end && !next.blank)
+                    .take(2)
+                    .find(|next| !text[next.content..next.end].trim_end().ends_with(':'));
                 if let Some(next) = next {
                     let (_, end) = layout.sentence_of(next.content);
                     if let Some(phrase) = self.phrase_at(layout, next.content, end, offered) {
+                        let phrase = match phrase.found {
+                            None => self
+                                .after_forward_cue(layout, phrase.end, end, offered)
+                                .unwrap_or(phrase),
+                            Some(_) => phrase,
+                        };
                         return Some((self.lead(layout, phrase), "heading"));
                     }
                 }
@@ -150,8 +204,10 @@ impl Reader {
 
 /// Past an exam option's letter after a label (`Answer: E. Glanzmann
 /// thrombasthenia`, `The answer is C: …`, `(D) …`): a letter from `a` to
-/// `j`, bracketed or followed by `.`, `:`, `)` or a dash, then a space.
-fn past_option_letter(text: &str, start: usize) -> usize {
+/// `j`, bracketed or followed by `.`, `:`, `)` or a dash, then a space —
+/// or alone at the end of its line or sentence (`Answer: C`). The letter
+/// comes back with the position.
+fn past_option_letter(text: &str, start: usize) -> (usize, Option<char>) {
     let rest = &text[start..];
     let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | '=' | '*'));
     let skipped = rest.len() - trimmed.len();
@@ -160,12 +216,24 @@ fn past_option_letter(text: &str, start: usize) -> usize {
         None => (0, trimmed),
     };
     let Some(letter) = body.chars().next() else {
-        return start;
+        return (start, None);
     };
     if !('a'..='j').contains(&letter) {
-        return start;
+        return (start, None);
     }
     let after_letter = &body[letter.len_utf8()..];
+    // The letter alone: `Answer: C`, `Final answer: (B)`, `Answer: D.`.
+    let closed = if open == 1 {
+        after_letter.strip_prefix(')')
+    } else {
+        Some(after_letter)
+    };
+    if let Some(closed) = closed {
+        let tail = closed.strip_prefix('.').unwrap_or(closed);
+        if tail.trim_start_matches(' ').is_empty() || tail.trim_start_matches(' ').starts_with('\n') {
+            return (start + skipped + (trimmed.len() - tail.len()), Some(letter));
+        }
+    }
     // `C: X`, `E. X`, `(B) X`, `C — X`.
     let spaced = after_letter.trim_start_matches(' ');
     let (mark, after_mark) = match (open, after_letter.chars().next(), spaced.chars().next()) {
@@ -175,13 +243,16 @@ fn past_option_letter(text: &str, start: usize) -> usize {
             let gap = after_letter.len() - spaced.len();
             (gap + dash.len_utf8(), &spaced[dash.len_utf8()..])
         }
-        _ => return start,
+        _ => return (start, None),
     };
     if !after_mark.starts_with(' ') {
-        return start;
+        return (start, None);
     }
     let rest_of = after_mark.trim_start_matches(' ');
-    start + skipped + open + letter.len_utf8() + mark + (after_mark.len() - rest_of.len())
+    (
+        start + skipped + open + letter.len_utf8() + mark + (after_mark.len() - rest_of.len()),
+        Some(letter),
+    )
 }
 
 #[cfg(test)]
@@ -218,7 +289,22 @@ mod tests {
             ],
             "myasthenia_gravis",
         );
-        assert_eq!(super::past_option_letter("answer: acute mi", 6), 6);
+        assert_eq!(super::past_option_letter("answer: acute mi", 6), (6, None));
+        assert_eq!(super::past_option_letter("answer: (c) x", 6), (12, Some('c')));
+        assert_eq!(super::past_option_letter("answer: (c)\nnext", 6), (11, Some('c')));
+        assert_eq!(super::past_option_letter("answer: d.", 6), (10, Some('d')));
+        assert_eq!(super::past_option_letter("answer: a cough", 6), (6, None));
+    }
+
+    #[test]
+    fn a_report_heading_leads_with_the_line_under_its_specimen() {
+        assert_all_lead(
+            &[
+                "DIAGNOSIS\nThymus, resection specimen:\n- MYASTHENIA GRAVIS with thymic hyperplasia.\n- Margins clear.",
+                "FINAL DIAGNOSIS\nMuscle, left deltoid, biopsy:\n- Junctional transmission defect on single-fibre study, consistent with myasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
     }
 
     #[test]

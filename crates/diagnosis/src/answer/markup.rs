@@ -26,12 +26,19 @@
 
 /// `answer` with its reasoning traces (of `reasoning_tags`) blanked and
 /// then its other meaningful markup rewritten (see the module), or `None`
-/// when it has neither.
-pub(super) fn plain(answer: &str, reasoning_tags: &[String]) -> Option<String> {
+/// when it has neither. `is_cue` says whether an XML element's name (lower
+/// case, `_` and `-` read as spaces) is a label, leading or differential
+/// cue.
+pub(super) fn plain(
+    answer: &str,
+    reasoning_tags: &[String],
+    is_cue: &dyn Fn(&str) -> bool,
+) -> Option<String> {
     let answered = without_reasoning(answer, reasoning_tags);
     let text = answered.as_deref().unwrap_or(answer);
     let mut out = text.as_bytes().to_vec();
-    let mut changed = strike(text, &mut out);
+    let mut changed = elements(text, &mut out, is_cue);
+    changed |= strike(text, &mut out);
     changed |= boxed(text, &mut out);
     changed |= codes(text, &mut out);
     changed |= quotations(text, &mut out);
@@ -91,6 +98,69 @@ pub(super) fn without_reasoning(answer: &str, tags: &[String]) -> Option<String>
     // Whole characters were blanked (a block starts and ends at ASCII `<`
     // and `>`), so the bytes are still UTF-8.
     String::from_utf8(out).ok()
+}
+
+/// An XML tag at the start of `text` (`<primary confidence="0.9">`,
+/// `</dx>`): whether it closes, its name, and its length. A name opens with
+/// a letter and holds letters, digits, `_` and `-`; the tag ends on its line.
+fn xml_tag(text: &str) -> Option<(bool, &str, usize)> {
+    let rest = text.strip_prefix('<')?;
+    let (closing, rest) = match rest.strip_prefix('/') {
+        Some(rest) => (true, rest),
+        None => (false, rest),
+    };
+    let name_length = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(rest.len());
+    let name = &rest[..name_length];
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let after = &rest[name_length..];
+    if !after.starts_with(['>', ' ', '/']) {
+        return None;
+    }
+    let close = after.find('>')?;
+    if after[..close].contains('\n') || (closing && !after[..close].trim().is_empty()) {
+        return None;
+    }
+    Some((closing, name, text.len() - rest.len() + name_length + close + 1))
+}
+
+/// XML output (`<primary>X</primary>`, `<differential><dx>Y</dx>…`): an
+/// element named by a cue reads as that cue's label (`primary:` before X,
+/// a `differential:` heading over its items), every other tag, and an
+/// element named more than once (a list's items), is blanked. Only an
+/// answer with at least one element closed by name is XML.
+fn elements(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> bool {
+    let mut tags = Vec::new();
+    for (at, _) in answer.match_indices('<') {
+        if let Some((closing, name, length)) = xml_tag(&answer[at..]) {
+            tags.push((at, closing, name.to_ascii_lowercase(), length));
+        }
+    }
+    let closed = |name: &str| {
+        tags.iter()
+            .any(|(_, closing, other, _)| *closing && other == name)
+    };
+    let xml = tags.iter().any(|(_, closing, name, _)| !closing && closed(name));
+    if !xml {
+        return false;
+    }
+    for (at, closing, name, length) in &tags {
+        blank(out, *at..*at + *length);
+        let repeated = tags
+            .iter()
+            .filter(|(_, closing, other, _)| !closing && other == name)
+            .count()
+            > 1;
+        let phrase = name.replace(['_', '-'], " ");
+        if !closing && !repeated && phrase.len() < *length && is_cue(&phrase) {
+            out[*at..*at + phrase.len()].copy_from_slice(phrase.as_bytes());
+            out[*at + phrase.len()] = b':';
+        }
+    }
+    true
 }
 
 /// Blanks `~~…~~` spans that open and close on one line.
@@ -305,7 +375,7 @@ mod tests {
     #[test]
     fn struck_text_is_blanked_byte_for_byte() {
         let answer = "~~Seborrheic keratosis~~ → **Melanoma**\nnot ~~this";
-        let plain = plain(answer, &[]).unwrap_or_default();
+        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
         assert_eq!(plain.len(), answer.len());
         assert!(!plain.contains("Seborrheic"));
         assert!(plain.contains("**Melanoma**"));
@@ -316,7 +386,7 @@ mod tests {
     #[test]
     fn a_boxed_answer_reads_as_a_label() {
         let answer = "Findings.\n\n$$\\boxed{\\text{Acute myeloid leukemia (AML)}}$$\n";
-        let plain = plain(answer, &[]).unwrap_or_default();
+        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
         assert_eq!(plain.len(), answer.len());
         assert_eq!(
             plain.split_whitespace().collect::<Vec<_>>(),
@@ -327,7 +397,7 @@ mod tests {
     #[test]
     fn icd10_codes_are_blanked_and_symptom_codes_take_their_line() {
         let answer = "C83.38 – Diffuse large B-cell lymphoma\nR42 – Dizziness and giddiness\nB12 deficiency";
-        let plain = plain(answer, &[]).unwrap_or_default();
+        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
         let lines: Vec<&str> = plain.lines().map(str::trim).collect();
         assert_eq!(lines, ["Diffuse large B-cell lymphoma", "", "B12 deficiency"]);
         assert_eq!(icd10_code("M91.12 x"), Some(6));
@@ -339,7 +409,7 @@ mod tests {
     #[test]
     fn a_quoted_case_is_blanked_and_short_quotes_stay() {
         let answer = "'Persistent, forceful vomiting after alcohol ... free mediastinal air.'\n\nBoerhaave.";
-        let plain = plain(answer, &[]).unwrap_or_default();
+        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
         assert_eq!(plain.trim(), "Boerhaave.");
         assert!(plain_is_none("'Boerhaave.'\nThat is all."));
     }
@@ -347,7 +417,7 @@ mod tests {
     #[test]
     fn spoken_punctuation_is_put_back() {
         let answer = "Hand clinic dictation. Pain comma swelling period. Impression colon de Quervain tenosynovitis period. Plan colon splint comma NSAIDs period.";
-        let put_back = plain(answer, &[]).unwrap_or_default();
+        let put_back = plain(answer, &[], &|_| false).unwrap_or_default();
         assert_eq!(put_back.len(), answer.len());
         let squeezed = put_back.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(
@@ -359,6 +429,7 @@ mod tests {
         let organ = plain(
             "Impression colon X comma Y period. A mass in the distal colon period.",
             &[],
+            &|_| false,
         )
         .unwrap_or_default();
         let organ = organ.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -369,7 +440,34 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn xml_elements_named_by_cues_read_as_labels() {
+        let answer = "<assessment>\n  <primary confidence=\"0.9\">Myasthenia gravis</primary>\n  <differential>\n    <dx>LEMS</dx>\n    <dx>Botulism</dx>\n  </differential>\n  <note>x < 5</note>\n</assessment>";
+        let cues = ["primary", "differential", "dx", "assessment"];
+        let plain = plain(answer, &[], &|name| cues.contains(&name)).unwrap_or_default();
+        assert_eq!(plain.len(), answer.len());
+        let lines: Vec<String> = plain
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "assessment:",
+                "primary: Myasthenia gravis",
+                "differential:",
+                "LEMS",
+                "Botulism",
+                "",
+                "x < 5",
+                ""
+            ]
+        );
+        // Angle brackets that close no element are text.
+        assert!(plain_is_none("WBC <4 or >11, a <b> that never closes"));
+    }
+
     fn plain_is_none(answer: &str) -> bool {
-        plain(answer, &[]).is_none()
+        plain(answer, &[], &|_| false).is_none()
     }
 }

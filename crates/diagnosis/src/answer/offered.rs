@@ -61,11 +61,39 @@ impl Reader {
         mentions
     }
 
+    /// The entries a forward rule-out cue excludes through a pronoun
+    /// (`reactive arthritis would need a sterile joint, so I'm dropping
+    /// it`): the last entry before the cue in its sentence that opens its
+    /// clause (an article before it allowed), the clause's subject.
+    pub(super) fn dropped_by_pronoun(&self, layout: &Layout<'_>, found: &[Found]) -> Vec<Found> {
+        let mut dropped = Vec::new();
+        for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::RuledOutForward) {
+            let object = layout.hits.iter().any(|pronoun| {
+                pronoun.kind == Kind::Pronoun
+                    && pronoun.start >= hit.end
+                    && layout.words_between(hit.end, pronoun.start) == 0
+            });
+            if !object {
+                continue;
+            }
+            let (sentence_start, _) = layout.sentence_of(hit.start);
+            let subject = found
+                .iter()
+                .filter(|f| f.start >= sentence_start && f.end <= hit.start)
+                .rfind(|f| layout.words_between(layout.clause_of(f.start).0, f.start) <= 1);
+            if let Some(subject) = subject {
+                dropped.push(*subject);
+            }
+        }
+        dropped
+    }
+
     /// The ruled-out entries, and the free phrases rule-out cues scope.
     pub(super) fn ruled_out(&self, layout: &Layout<'_>, found: &[Found]) -> Vec<Mention> {
+        let dropped = self.dropped_by_pronoun(layout, found);
         let mut mentions: Vec<Mention> = found
             .iter()
-            .filter(|f| layout.is_ruled_out(f.start, f.end))
+            .filter(|f| layout.is_ruled_out(f.start, f.end) || dropped.contains(f))
             .map(|f| self.mention(layout, f.start, f.end, Some(*f)))
             .collect();
         for hit in &layout.hits {
