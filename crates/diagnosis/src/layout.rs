@@ -123,9 +123,11 @@ fn content_start(line: &str) -> usize {
     let trimmed = line.trim_start_matches(is_markup);
     let mut offset = line.len() - trimmed.len();
     let digits = trimmed.len() - trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    // `1.`, `2)`, `3:` — and `#1 ` (a problem list's number).
+    let numbered = line[..offset].ends_with('#');
     if digits > 0 && digits <= 2 {
         let rest = &trimmed[digits..];
-        if rest.starts_with(['.', ')', ':']) {
+        if rest.starts_with(['.', ')', ':']) || (numbered && rest.starts_with(' ')) {
             let after = &rest[1..];
             offset += digits + 1 + (after.len() - after.trim_start_matches(is_markup).len());
         }
@@ -592,6 +594,8 @@ mod tests {
         assert_eq!(content_start("- LEMS"), 2);
         assert_eq!(content_start("12 mg"), 0);
         assert_eq!(content_start("#1: LEMS"), 4);
+        assert_eq!(content_start("#2 LEMS"), 3);
+        assert_eq!(content_start("# 12 mg"), 2);
     }
 
     #[test]

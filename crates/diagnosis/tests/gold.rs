@@ -60,13 +60,19 @@
 //!   with totals only, then read for the ninth round of general rules.
 //!   `CFEVAL_GOLD_REPORT=1` prints each disagreement. Fails below its
 //!   held-out measurement, rounded down to 0.05.
-//! - Held out (`tests/gold/diagnosis-answers-heldout9`), written blind on
-//!   2026-12-07 by a twelfth writer from the case file and the tenth set's
-//!   README alone, in 48 styles (26 none of the other sets has: XML, YAML
-//!   and CSV output, probability lists, likelihood ratios, problem lists,
-//!   Polish, Swedish and Turkish answers), and never read while the reader
-//!   was built: only its totals are printed, never an item, so that it
-//!   stays a measurement.
+//! - Eleventh development set (`tests/gold/diagnosis-answers-dev11`),
+//!   written blind by a twelfth writer from the case file and the tenth
+//!   set's README alone (48 styles; Polish, Swedish and Turkish answers), as
+//!   the ninth held-out set: measured at 0.664 and 0.668 with totals only,
+//!   then read for the tenth round of general rules. `CFEVAL_GOLD_REPORT=1`
+//!   prints each disagreement. Fails below its held-out measurement,
+//!   rounded down to 0.05.
+//! - Held out (`tests/gold/diagnosis-answers-heldout10`), written blind on
+//!   2026-12-07 by a thirteenth writer from the case file and the eleventh
+//!   set's README alone, in 34 styles (two thirds the everyday ways models
+//!   answer; 16 formats no other set has, Dutch, Portuguese and Italian
+//!   among them), and never read while the reader was built: only its
+//!   totals are printed, never an item, so that it stays a measurement.
 
 use std::path::PathBuf;
 
@@ -104,10 +110,14 @@ const NINTH_FLOOR: f64 = 0.85;
 /// kappa 0.663, before the eighth round; 0.776 after it: see
 /// BENCHMARKS.md), rounded down to 0.05.
 const TENTH_FLOOR: f64 = 0.75;
-/// The held-out set's floor: what it measured when first run (0.664,
-/// kappa 0.541, after the eighth round: see BENCHMARKS.md), rounded down
+/// The eleventh development set's floor: its last held-out measurement
+/// (0.668, kappa 0.545, after the ninth round; 0.664 before it: see
+/// BENCHMARKS.md), rounded down to 0.05.
+const ELEVENTH_FLOOR: f64 = 0.65;
+/// The held-out set's floor: what it measured when first run (0.785,
+/// kappa 0.689, before the tenth round: see BENCHMARKS.md), rounded down
 /// to 0.05; a regression below it fails.
-const HELD_OUT_FLOOR: f64 = 0.65;
+const HELD_OUT_FLOOR: f64 = 0.75;
 /// The third development set's floor: its last held-out measurement
 /// (0.869), rounded down to 0.05.
 const THIRD_FLOOR: f64 = 0.85;
@@ -293,9 +303,18 @@ fn tenth_development_gold_set_agrees() {
 }
 
 #[test]
+fn eleventh_development_gold_set_agrees() {
+    development_set_agrees(
+        "tests/gold/diagnosis-answers-dev11/answers.jsonl",
+        "eleventh development",
+        ELEVENTH_FLOOR,
+    );
+}
+
+#[test]
 fn held_out_gold_set_agrees() {
     let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout9/answers.jsonl",
+        "tests/gold/diagnosis-answers-heldout10/answers.jsonl",
         "held out",
         false,
     );
@@ -303,4 +322,53 @@ fn held_out_gold_set_agrees() {
         agreement >= HELD_OUT_FLOOR,
         "agreement {agreement:.3} below {HELD_OUT_FLOOR}"
     );
+}
+
+/// `CFEVAL_ANSWER=H9-001` prints one development answer and what the
+/// reader makes of it (the held-out set is never printed);
+/// `CFEVAL_ANSWER_TEXT=...` reads any text.
+#[test]
+fn one_development_answer_is_printed_on_request() {
+    let root = workspace();
+    let reader = match Reader::load(&root.join("data/packs/general-medicine")) {
+        Ok(reader) => reader,
+        Err(error) => panic!("loading the pack: {error}"),
+    };
+    if let Ok(text) = std::env::var("CFEVAL_ANSWER_TEXT") {
+        println!("{:#?}", reader.read(&text.replace("\\n", "\n")));
+    }
+    let Some(id) = std::env::var_os("CFEVAL_ANSWER") else {
+        return;
+    };
+    let mut sets: Vec<PathBuf> = match std::fs::read_dir(root.join("tests/gold")) {
+        Ok(entries) => entries
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .collect(),
+        Err(error) => panic!("listing tests/gold: {error}"),
+    };
+    sets.retain(|set| {
+        set.file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.starts_with("diagnosis-answers") && !name.contains("heldout"))
+    });
+    for set in sets {
+        let text = std::fs::read_to_string(set.join("answers.jsonl")).unwrap_or_default();
+        for line in text.lines() {
+            let Ok(row) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if std::ffi::OsStr::new(field(&row, "id")) != id {
+                continue;
+            }
+            let reading = reader.read(field(&row, "answer"));
+            let (graded, rationale) = grade(&reader, &reading, field(&row, "reference"));
+            println!(
+                "{}\n{}\ngold {} / cfeval {} ({rationale})\n{reading:#?}",
+                field(&row, "reference"),
+                field(&row, "answer"),
+                field(&row, "label"),
+                graded.as_str()
+            );
+        }
+    }
 }

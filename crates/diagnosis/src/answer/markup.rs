@@ -259,21 +259,34 @@ fn codes(answer: &str, out: &mut [u8]) -> bool {
             - line
                 .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '•'))
                 .len();
-        if let Some(length) = icd10_code(&line[content..]) {
-            let rest = line[content + length..].trim_start();
-            let separated = rest.starts_with(['-', ':', '–', '—', '|']);
-            if separated {
-                let chapter = line.as_bytes()[content];
-                // The code and its separator (`C83.38 – `).
-                let separator = rest.chars().next().map_or(0, char::len_utf8);
-                let end = if matches!(chapter, b'R' | b'Z') {
-                    line.len()
-                } else {
-                    line.len() - rest.len() + separator
-                };
-                blank(out, line_start + content..line_start + end);
-                changed = true;
+        for (at, _) in line.char_indices() {
+            let boundary =
+                at == content || (at > content && line[..at].ends_with([' ', '(', '/', ';', ':', ',']));
+            let Some(length) = boundary.then(|| icd10_code(&line[at..])).flatten() else {
+                continue;
+            };
+            let rest = line[at + length..].trim_start();
+            let separated = rest.starts_with(['-', ':', '–', '—', '|', '/']);
+            // A dotted code (`K52.9`) is a code wherever it stands; an
+            // undotted one (`B12`) only when a separator follows it.
+            let dotted = line[at..at + length].contains('.');
+            if !(separated || dotted) {
+                continue;
             }
+            let chapter = line.as_bytes()[at];
+            // The code and its separator (`C83.38 – `).
+            let separator = if separated {
+                rest.chars().next().map_or(0, char::len_utf8)
+            } else {
+                0
+            };
+            let end = if matches!(chapter, b'R' | b'Z') && at == content {
+                line.len()
+            } else {
+                line.len() - rest.len() + separator
+            };
+            blank(out, line_start + at..line_start + end);
+            changed = true;
         }
     }
     changed
@@ -397,9 +410,25 @@ mod tests {
     #[test]
     fn icd10_codes_are_blanked_and_symptom_codes_take_their_line() {
         let answer = "C83.38 – Diffuse large B-cell lymphoma\nR42 – Dizziness and giddiness\nB12 deficiency";
-        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
-        let lines: Vec<&str> = plain.lines().map(str::trim).collect();
+        let blanked = plain(answer, &[], &|_| false).unwrap_or_default();
+        let lines: Vec<&str> = blanked.lines().map(str::trim).collect();
         assert_eq!(lines, ["Diffuse large B-cell lymphoma", "", "B12 deficiency"]);
+        // Codes inside a line: after a label, chained with a slash, dotted
+        // in a list.
+        let answer = "Primary: C91.10 — Chronic lymphocytic leukemia\nT88.7XXA / L27.0 — Serum sickness-like reaction\nAlso: K52.9 gastroenteritis; A08.4 viral enteritis; vitamin B12 low";
+        let coded = plain(answer, &[], &|_| false).unwrap_or_default();
+        let lines: Vec<String> = coded
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "Primary: Chronic lymphocytic leukemia",
+                "Serum sickness-like reaction",
+                "Also: gastroenteritis; viral enteritis; vitamin B12 low"
+            ]
+        );
         assert_eq!(icd10_code("M91.12 x"), Some(6));
         assert_eq!(icd10_code("COVID"), None);
         assert_eq!(icd10_code("H30.91"), Some(6));
