@@ -132,9 +132,15 @@ impl Reader {
     /// Reads one answer.
     pub fn read(&self, answer: &str) -> Reading {
         let unmarked;
-        let answer = match markup::plain(answer, &self.cues.reasoning_tags, &|name| {
-            self.cues.is_heading_cue(name)
-        }) {
+        let answer = match markup::plain(
+            answer,
+            &markup::Marks {
+                reasoning_tags: &self.cues.reasoning_tags,
+                speakers: &self.cues.speakers,
+                asking_speakers: &self.cues.asking_speakers,
+                is_cue: &|name| self.cues.is_heading_cue(name),
+            },
+        ) {
             Some(plain) => {
                 unmarked = plain;
                 unmarked.as_str()
@@ -359,7 +365,28 @@ impl Reader {
                             .or_else(|| self.backward(layout, hit.start, offered)),
                     }
                 }
-                Kind::LeadingBackward => self.backward(layout, hit.start, offered),
+                // `X is most likely Y`: a backward cue with no entry before
+                // it in its clause names the entry right after it.
+                Kind::LeadingBackward => self
+                    .backward(layout, hit.start, offered)
+                    .filter(|phrase| phrase.found.is_some())
+                    .or_else(|| {
+                        let (_, end) = layout.sentence_of(hit.end);
+                        offered
+                            .iter()
+                            .copied()
+                            .find(|f| {
+                                f.start >= hit.end
+                                    && f.end <= end
+                                    && layout.words_between(hit.end, f.start) == 0
+                            })
+                            .map(|f| Phrase {
+                                start: f.start,
+                                end: f.end,
+                                found: Some(f),
+                            })
+                    })
+                    .or_else(|| self.backward(layout, hit.start, offered)),
                 _ => None,
             };
             let Some(phrase) = phrase else { continue };
@@ -864,6 +891,17 @@ pub(crate) mod tests {
         let reading = reader().read("Differential diagnosis:\n- MG\n- LEMS");
         assert_eq!(reading.source, "first_listed");
         assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+    }
+
+    #[test]
+    fn a_backward_cue_after_findings_names_the_diagnosis_after_it() {
+        assert_all_lead(
+            &[
+                "That fatigable ptosis with diplopia is most likely myasthenia gravis, not botulism.",
+                "Myasthenia gravis is most likely; botulism is less so.",
+            ],
+            "myasthenia_gravis",
+        );
     }
 
     #[test]

@@ -63,6 +63,12 @@ struct RawCues {
     /// Optional: the tags of a reasoning trace (`think`: `<think>…</think>`).
     #[serde(default)]
     reasoning_tags: Vec<String>,
+    /// Optional: the speakers of a transcript whose turns are the answer
+    /// (`assistant`), and those whose turns ask (`user`).
+    #[serde(default)]
+    speakers: Vec<String>,
+    #[serde(default)]
+    asking_speakers: Vec<String>,
     /// Optional: words that make an opening line the document's title.
     #[serde(default)]
     titles: Vec<String>,
@@ -156,6 +162,10 @@ pub(crate) struct Cues {
     pub rankings: Vec<String>,
     /// The tags of a reasoning trace, lower case (`think`).
     pub reasoning_tags: Vec<String>,
+    /// A transcript's answering speakers (`assistant`) and asking ones
+    /// (`user`), lower case.
+    pub speakers: Vec<String>,
+    pub asking_speakers: Vec<String>,
     /// Words that make a line naming no known diagnosis the title of the
     /// answer (`Problem list`, `Hand clinic dictation.`), not its answer.
     pub titles: Vec<String>,
@@ -296,6 +306,8 @@ impl Cues {
             to_exclude: trimmed(&raw.to_exclude),
             rankings: lowered(&raw.rankings),
             reasoning_tags: lowered(&raw.reasoning_tags),
+            speakers: lowered(&raw.speakers),
+            asking_speakers: lowered(&raw.asking_speakers),
             titles: lowered(&raw.titles),
             conditionals: lowered(&raw.conditionals),
             ruled_out_labels: lowered(&raw.ruled_out_labels),

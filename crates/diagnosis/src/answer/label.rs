@@ -308,6 +308,20 @@ mod tests {
     }
 
     #[test]
+    fn a_lettered_assessment_line_labels_only_at_the_line_start() {
+        assert_all_lead(
+            &[
+                "P – 34F, ptosis, diplopia.\nA – Myasthenia gravis most likely; botulism less likely.\nS – AChR antibodies.",
+            ],
+            "myasthenia_gravis",
+        );
+        assert_all_lead(
+            &["Fatigable ptosis: type A - botulism is far less likely than myasthenia gravis here."],
+            "myasthenia_gravis",
+        );
+    }
+
+    #[test]
     fn a_label_after_an_order_names_nothing() {
         let (id, _, _) = leading(
             "Myasthenia gravis, generalised. Arrange a CT chest and a tissue diagnosis of the anterior mediastinal mass.",

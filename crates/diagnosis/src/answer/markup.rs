@@ -24,20 +24,29 @@
 //!   `comma`, `period`, and `colon` after a sentence's first word
 //!   (`Impression colon X` reads `Impression: X`).
 
-/// `answer` with its reasoning traces (of `reasoning_tags`) blanked and
-/// then its other meaningful markup rewritten (see the module), or `None`
-/// when it has neither. `is_cue` says whether an XML element's name (lower
-/// case, `_` and `-` read as spaces) is a label, leading or differential
-/// cue.
-pub(super) fn plain(
-    answer: &str,
-    reasoning_tags: &[String],
-    is_cue: &dyn Fn(&str) -> bool,
-) -> Option<String> {
-    let answered = without_reasoning(answer, reasoning_tags);
+/// What the pack says about markup: the tags of a reasoning trace, a
+/// transcript's speakers, and which XML element names are cues.
+pub(super) struct Marks<'a> {
+    pub reasoning_tags: &'a [String],
+    /// Speakers whose turns are the answer (`assistant`, `doctor`).
+    pub speakers: &'a [String],
+    /// Speakers whose turns ask (`user`, `patient`).
+    pub asking_speakers: &'a [String],
+    /// Whether an XML element's name (lower case, `_` and `-` read as
+    /// spaces) is a label, leading or differential cue.
+    pub is_cue: &'a dyn Fn(&str) -> bool,
+}
+
+/// `answer` with its reasoning traces blanked and then its other
+/// meaningful markup rewritten (see the module), or `None` when it has
+/// neither.
+pub(super) fn plain(answer: &str, marks: &Marks<'_>) -> Option<String> {
+    let answered = without_reasoning(answer, marks.reasoning_tags);
     let text = answered.as_deref().unwrap_or(answer);
     let mut out = text.as_bytes().to_vec();
-    let mut changed = elements(text, &mut out, is_cue);
+    let mut changed = elements(text, &mut out, marks.is_cue);
+    changed |= lettered(text, &mut out);
+    changed |= turns(text, &mut out, marks);
     changed |= strike(text, &mut out);
     changed |= boxed(text, &mut out);
     changed |= codes(text, &mut out);
@@ -50,6 +59,52 @@ pub(super) fn plain(
     } else {
         answered
     }
+}
+
+/// The speaker of `line` among `speakers` when the line opens with the
+/// speaker's name and a colon (`Assistant: …`, `**User:** …`), and the
+/// length of that prefix.
+fn speaker<'s>(line: &str, speakers: &'s [String]) -> Option<(&'s str, usize)> {
+    let opening = line.trim_start_matches([' ', '\t', '*', '>', '#']);
+    let lower = opening.to_lowercase();
+    speakers.iter().find_map(|name| {
+        let rest = lower.strip_prefix(name.as_str())?;
+        let after = rest.trim_start_matches(['*', ' ']);
+        let colon = after.strip_prefix(':')?;
+        let taken = lower.len() - colon.len() + (colon.len() - colon.trim_start_matches('*').len());
+        // Lower-casing keeps these ASCII prefixes' lengths.
+        (lower.len() == opening.len()).then_some((name.as_str(), line.len() - opening.len() + taken))
+    })
+}
+
+/// A transcript (`User: …` / `Assistant: …`, both kinds of speaker
+/// present): the asking turns (a turn runs to the next speaker's line) are
+/// the question, blanked; the answering speakers' names are blanked, so
+/// their turns read as the answer's own text.
+fn turns(answer: &str, out: &mut [u8], marks: &Marks<'_>) -> bool {
+    let all = lines(answer).collect::<Vec<_>>();
+    let answering = all
+        .iter()
+        .any(|(_, line)| speaker(line, marks.speakers).is_some());
+    let asking = all
+        .iter()
+        .any(|(_, line)| speaker(line, marks.asking_speakers).is_some());
+    if !(answering && asking) {
+        return false;
+    }
+    let mut in_question = false;
+    for (start, line) in all {
+        if let Some((_, length)) = speaker(line, marks.speakers) {
+            in_question = false;
+            blank(out, start..start + length);
+        } else if speaker(line, marks.asking_speakers).is_some() {
+            in_question = true;
+        }
+        if in_question {
+            blank(out, start..start + line.len());
+        }
+    }
+    true
 }
 
 fn blank(out: &mut [u8], range: std::ops::Range<usize>) {
@@ -161,6 +216,33 @@ fn elements(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> bool
         }
     }
     true
+}
+
+/// A handoff's or a SOAP note's lettered line written with a dash (`A –
+/// X`, `P - 24F …`: one capital, a space, a dash, a space) reads as the
+/// letter's label (`A:   X`).
+fn lettered(answer: &str, out: &mut [u8]) -> bool {
+    let mut changed = false;
+    for (line_start, line) in lines(answer) {
+        let indent = line.len() - line.trim_start().len();
+        let rest = &line[indent..];
+        let mut chars = rest.chars();
+        let (Some(letter), Some(' ')) = (chars.next(), chars.next()) else {
+            continue;
+        };
+        let after = chars.as_str();
+        let Some(dash) = ['-', '–', '—'].into_iter().find(|dash| after.starts_with(*dash)) else {
+            continue;
+        };
+        if !letter.is_ascii_uppercase() || !after[dash.len_utf8()..].starts_with(' ') {
+            continue;
+        }
+        let at = line_start + indent;
+        out[at + 1] = b':';
+        blank(out, at + 2..at + 2 + dash.len_utf8());
+        changed = true;
+    }
+    changed
 }
 
 /// Blanks `~~…~~` spans that open and close on one line.
@@ -385,10 +467,38 @@ fn icd10_code(text: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    const NONE: Marks<'static> = Marks {
+        reasoning_tags: &[],
+        speakers: &[],
+        asking_speakers: &[],
+        is_cue: &|_| false,
+    };
+
+    #[test]
+    fn a_transcript_reads_as_its_answering_turns() {
+        let speakers = ["assistant".to_string(), "doctor".to_string()];
+        let asking = ["user".to_string(), "patient".to_string()];
+        let marks = Marks {
+            speakers: &speakers,
+            asking_speakers: &asking,
+            ..NONE
+        };
+        let answer = "User: My son can't sit still on risperidone.\nIs it schizophrenia?\n**Assistant:** Most likely akathisia.\nPatient: thanks";
+        let read = plain(answer, &marks).unwrap_or_default();
+        assert_eq!(read.len(), answer.len());
+        assert_eq!(
+            read.split_whitespace().collect::<Vec<_>>().join(" "),
+            "Most likely akathisia."
+        );
+        // One kind of speaker alone is no transcript.
+        assert!(plain("User: is it MG?", &marks).is_none());
+        assert!(plain("Doctor: MG.", &marks).is_none());
+    }
+
     #[test]
     fn struck_text_is_blanked_byte_for_byte() {
         let answer = "~~Seborrheic keratosis~~ → **Melanoma**\nnot ~~this";
-        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
+        let plain = plain(answer, &NONE).unwrap_or_default();
         assert_eq!(plain.len(), answer.len());
         assert!(!plain.contains("Seborrheic"));
         assert!(plain.contains("**Melanoma**"));
@@ -399,7 +509,7 @@ mod tests {
     #[test]
     fn a_boxed_answer_reads_as_a_label() {
         let answer = "Findings.\n\n$$\\boxed{\\text{Acute myeloid leukemia (AML)}}$$\n";
-        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
+        let plain = plain(answer, &NONE).unwrap_or_default();
         assert_eq!(plain.len(), answer.len());
         assert_eq!(
             plain.split_whitespace().collect::<Vec<_>>(),
@@ -410,13 +520,13 @@ mod tests {
     #[test]
     fn icd10_codes_are_blanked_and_symptom_codes_take_their_line() {
         let answer = "C83.38 – Diffuse large B-cell lymphoma\nR42 – Dizziness and giddiness\nB12 deficiency";
-        let blanked = plain(answer, &[], &|_| false).unwrap_or_default();
+        let blanked = plain(answer, &NONE).unwrap_or_default();
         let lines: Vec<&str> = blanked.lines().map(str::trim).collect();
         assert_eq!(lines, ["Diffuse large B-cell lymphoma", "", "B12 deficiency"]);
         // Codes inside a line: after a label, chained with a slash, dotted
         // in a list.
         let answer = "Primary: C91.10 — Chronic lymphocytic leukemia\nT88.7XXA / L27.0 — Serum sickness-like reaction\nAlso: K52.9 gastroenteritis; A08.4 viral enteritis; vitamin B12 low";
-        let coded = plain(answer, &[], &|_| false).unwrap_or_default();
+        let coded = plain(answer, &NONE).unwrap_or_default();
         let lines: Vec<String> = coded
             .lines()
             .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
@@ -438,7 +548,7 @@ mod tests {
     #[test]
     fn a_quoted_case_is_blanked_and_short_quotes_stay() {
         let answer = "'Persistent, forceful vomiting after alcohol ... free mediastinal air.'\n\nBoerhaave.";
-        let plain = plain(answer, &[], &|_| false).unwrap_or_default();
+        let plain = plain(answer, &NONE).unwrap_or_default();
         assert_eq!(plain.trim(), "Boerhaave.");
         assert!(plain_is_none("'Boerhaave.'\nThat is all."));
     }
@@ -446,7 +556,7 @@ mod tests {
     #[test]
     fn spoken_punctuation_is_put_back() {
         let answer = "Hand clinic dictation. Pain comma swelling period. Impression colon de Quervain tenosynovitis period. Plan colon splint comma NSAIDs period.";
-        let put_back = plain(answer, &[], &|_| false).unwrap_or_default();
+        let put_back = plain(answer, &NONE).unwrap_or_default();
         assert_eq!(put_back.len(), answer.len());
         let squeezed = put_back.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(
@@ -457,8 +567,7 @@ mod tests {
         // The organ stays, and an answer that says `period` once is no dictation.
         let organ = plain(
             "Impression colon X comma Y period. A mass in the distal colon period.",
-            &[],
-            &|_| false,
+            &NONE,
         )
         .unwrap_or_default();
         let organ = organ.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -473,7 +582,11 @@ mod tests {
     fn xml_elements_named_by_cues_read_as_labels() {
         let answer = "<assessment>\n  <primary confidence=\"0.9\">Myasthenia gravis</primary>\n  <differential>\n    <dx>LEMS</dx>\n    <dx>Botulism</dx>\n  </differential>\n  <note>x < 5</note>\n</assessment>";
         let cues = ["primary", "differential", "dx", "assessment"];
-        let plain = plain(answer, &[], &|name| cues.contains(&name)).unwrap_or_default();
+        let marks = Marks {
+            is_cue: &|name| cues.contains(&name),
+            ..NONE
+        };
+        let plain = plain(answer, &marks).unwrap_or_default();
         assert_eq!(plain.len(), answer.len());
         let lines: Vec<String> = plain
             .lines()
@@ -496,7 +609,28 @@ mod tests {
         assert!(plain_is_none("WBC <4 or >11, a <b> that never closes"));
     }
 
+    #[test]
+    fn a_lettered_line_with_a_dash_reads_as_its_label() {
+        let answer = "I – Watcher\nA – Postpartum endometritis\n  P - 24F\nhemophilia A — factor VIII";
+        let lettered = plain(answer, &NONE).unwrap_or_default();
+        assert_eq!(lettered.len(), answer.len());
+        let lines: Vec<String> = lettered
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "I: Watcher",
+                "A: Postpartum endometritis",
+                "P: 24F",
+                "hemophilia A — factor VIII"
+            ]
+        );
+        assert!(plain_is_none("A-fib with RVR.\nAB – blood group"));
+    }
+
     fn plain_is_none(answer: &str) -> bool {
-        plain(answer, &[], &|_| false).is_none()
+        plain(answer, &NONE).is_none()
     }
 }
