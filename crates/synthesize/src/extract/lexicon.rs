@@ -359,6 +359,9 @@ pub struct MarkerWords {
     pub negation_fillers: Words,
     pub negated_nouns: Words,
     pub ish_words: Words,
+    /// Words that make a result after them (within four words) a condition,
+    /// not a result: `adjuvant olaparib if gBRCA+`.
+    pub conditions: Words,
     /// Markers read by a count per megabase (`TMB 3 mut/Mb`): positive at
     /// or above the threshold, negative below.
     pub counts: BTreeMap<String, f64>,
@@ -571,6 +574,8 @@ struct RawBiomarkers {
     negation_fillers: Vec<RawPhrase>,
     negated_nouns: Vec<RawPhrase>,
     ish_words: Vec<RawPhrase>,
+    #[serde(default)]
+    conditions: Vec<RawPhrase>,
     #[serde(default)]
     counts: BTreeMap<String, f64>,
 }
@@ -903,6 +908,7 @@ fn markers(raw: &RawBiomarkers) -> std::result::Result<MarkerWords, String> {
         negation_fillers: words(raw.negation_fillers.clone()),
         negated_nouns: words(raw.negated_nouns.clone()),
         ish_words: words(raw.ish_words.clone()),
+        conditions: words(raw.conditions.clone()),
         counts: raw.counts.clone(),
     })
 }

@@ -100,6 +100,26 @@ fn number_at(tokens: &Tokens<'_>, index: usize) -> Option<(f64, usize)> {
 
 /// Finds every biomarker fact in the clause `clause` (token range).
 pub fn extract(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
+    let before = out.len();
+    read(lexicon, tokens, clause, out);
+    // A result under a condition (`olaparib if gBRCA+`) is none.
+    let conditions = &lexicon.markers.conditions;
+    let mut position = 0;
+    out.retain(|fact| {
+        position += 1;
+        if position <= before {
+            return true;
+        }
+        let Some(first) = tokens.tokens.iter().position(|token| token.start == fact.start) else {
+            return true;
+        };
+        conditions
+            .find(tokens, first.saturating_sub(4).max(clause.0), first)
+            .is_none()
+    });
+}
+
+fn read(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
     let (start, end) = clause;
     let mut mentions: Vec<Mention> = Vec::new();
     let mut index = start;
@@ -624,6 +644,20 @@ mod tests {
             .iter()
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_result_under_a_condition_is_none() {
+        assert_eq!(statuses("Plan: adjuvant olaparib if gBRCA+."), pairs(&[]));
+        assert_eq!(
+            statuses("Niraparib is reasonable even if the tumour proves HRD-negative."),
+            pairs(&[])
+        );
+        // A result before the condition stands.
+        assert_eq!(
+            statuses("gBRCA2 positive, so olaparib if she tolerates it."),
+            pairs(&[("BRCA", "positive")])
+        );
     }
 
     #[test]

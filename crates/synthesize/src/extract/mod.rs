@@ -127,6 +127,19 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
     let mut facts: Vec<Fact> = Vec::with_capacity(found.len());
     let mut seen_lines: Vec<String> = Vec::new();
     for item in found {
+        // A biomarker pending or not tested and later resulted (`ALK FISH
+        // pending` copied forward, `NGS resulted: ALK negative` in the
+        // update) is the result: the later mention replaces the first.
+        let resulted = (item.kind == "biomarker" && item.value != "unknown")
+            .then(|| {
+                facts.iter().position(|fact| {
+                    fact.kind == "biomarker" && fact.name == item.name && fact.value == "unknown"
+                })
+            })
+            .flatten();
+        if let Some(position) = resulted {
+            facts.remove(position);
+        }
         // One fact per biomarker, comorbidity and finding: the first mention;
         // one per regimen (its drugs, however written).
         let duplicate = match item.kind {
@@ -299,6 +312,23 @@ pub(crate) mod tests {
         assert_eq!(find("stage", "group").detail.as_deref(), Some("IIB"));
         assert_eq!(find("stage", "group").section, "staging");
         assert_eq!(find("stage", "tnm").value, "cT2N1M0");
+    }
+
+    /// A test pending in copied-forward text and resulted later is the
+    /// result; a result written first stays, whatever comes after it.
+    #[test]
+    fn a_pending_biomarker_resulted_later_is_the_result() {
+        let value = |text: &str, name: &str| {
+            let facts = extract_facts(text, &sections::split(text));
+            facts
+                .iter()
+                .find(|fact| fact.kind == "biomarker" && fact.name == name)
+                .map(|fact| fact.value.clone())
+        };
+        let text = "Hx (copied): lung adenocarcinoma. ALK FISH pending.\nUPDATE: NGS resulted, ALK negative.";
+        assert_eq!(value(text, "ALK").as_deref(), Some("negative"));
+        let text = "Lung adenocarcinoma. ALK negative on IHC. Repeat ALK FISH pending.";
+        assert_eq!(value(text, "ALK").as_deref(), Some("negative"));
     }
 
     #[test]

@@ -646,7 +646,9 @@ pub fn resolve(
         if let Some(group) = below_iv {
             written(group, "group_at_diagnosis", out);
         }
-    } else if let Some(group) = notes.groups.first() {
+    } else if let Some(group) = written_iv.filter(|_| is_metastatic).or(notes.groups.first()) {
+        // A metastatic note's current group is the IV it writes, wherever
+        // it stands (`stage IIC` at diagnosis, `stage IV` at relapse).
         written(group, "group", out);
         if is_metastatic && let Some(group) = below_iv {
             written(group, "group_at_diagnosis", out);
@@ -1039,6 +1041,18 @@ mod tests {
         let facts = stage(
             "Stage IIA at diagnosis in 2019, lumpectomy. 2023: recurrence with liver metastases.",
             Some("breast"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
+        assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
+    }
+
+    /// A stage IV written after an earlier, lower group is the current
+    /// stage, with no restaging word: the lower one is at diagnosis.
+    #[test]
+    fn a_later_written_stage_iv_is_the_current_one() {
+        let facts = stage(
+            "Wide local excision 2024, stage IIC. 2026: lung nodules, biopsy confirmed metastatic melanoma. Assessment: stage IV melanoma.",
+            Some("melanoma"),
         );
         assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
         assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));

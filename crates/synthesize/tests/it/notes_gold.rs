@@ -427,25 +427,47 @@ const HELD_OUT_PRECISION_FLOOR: f64 = 0.90;
 /// abstracts, clinical trial serious adverse event narratives, long
 /// dictated new-patient consults, chemotherapy teaching notes, acute
 /// oncology assessments, progress notes copied forward with dated
-/// updates), written blind on 2026-12-07 by an eighth hand from the fifth
-/// and sixth sets' READMEs alone, and never read to write a rule: only the
-/// figures are printed.
+/// updates), written blind by an eighth hand from the fifth and sixth sets'
+/// READMEs alone. It was held out once (0.859 / 0.837 when added, after
+/// the eighth round) and is read as a development set since the ninth, when
+/// `notes-heldout7` was written: every miss is printed under
+/// `CFEVAL_NOTES_REPORT=1`.
+#[test]
+fn notes_sixth_development_set_precision_and_recall() {
+    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+    assert_set_holds("notes-dev6", verbose, DEV6_PRECISION_FLOOR, DEV6_RECALL_FLOOR);
+}
+
+/// Just under what the set measured held out, after the eighth round:
+/// precision 0.859, recall 0.837 (cancer type 0.990 / 1.000, metastatic
+/// 0.955 / 0.885, stage group 0.851 / 0.813, surgery 0.938 / 0.871, prior
+/// lines 0.541 / 0.545).
+const DEV6_RECALL_FLOOR: f64 = 0.83;
+const DEV6_PRECISION_FLOOR: f64 = 0.85;
+
+/// An eighth set of 96 notes in 8 more styles (tumour board pre-meeting
+/// worksheets, general practitioners' letters, palliative care referrals,
+/// surgical oncology follow-up letters, handovers typed on a phone,
+/// patients' own written histories, notes by authors writing English as a
+/// second language, radiation oncology consults), written blind on
+/// 2026-12-07 by a ninth hand from the sixth and seventh sets' READMEs
+/// alone, and never read to write a rule: only the figures are printed.
 #[test]
 fn notes_second_held_out_precision_and_recall() {
     assert_set_holds(
-        "notes-heldout6",
+        "notes-heldout7",
         false,
         SECOND_HELD_OUT_PRECISION_FLOOR,
         SECOND_HELD_OUT_RECALL_FLOOR,
     );
 }
 
-/// Just under what the set measured when it was added, after the eighth
-/// round: precision 0.859, recall 0.837 (cancer type 0.990 / 1.000,
-/// metastatic 0.955 / 0.885, stage group 0.851 / 0.813, surgery 0.938 /
-/// 0.871, prior lines 0.541 / 0.545).
-const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.83;
-const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.85;
+/// Just under what the set measured when it was added, before the ninth
+/// round: precision 0.843, recall 0.794 (cancer type 0.978 / 0.948,
+/// metastatic 0.907 / 0.812, stage group 0.849 / 0.802, surgery 0.896 /
+/// 0.779, prior lines 0.531 / 0.541).
+const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.79;
+const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.84;
 
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
@@ -459,8 +481,9 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
         .chain(notes("notes-dev3"))
         .chain(notes("notes-dev4"))
         .chain(notes("notes-dev5"))
+        .chain(notes("notes-dev6"))
         .chain(notes("notes-heldout5"))
-        .chain(notes("notes-heldout6"))
+        .chain(notes("notes-heldout7"))
     {
         let ends: Vec<usize> = note
             .text
@@ -492,7 +515,14 @@ fn one_development_note_is_printed_on_request() {
     let Some(id) = std::env::var_os("CFEVAL_NOTE") else {
         return;
     };
-    let development = ["notes", "notes-dev2", "notes-dev3", "notes-dev4", "notes-dev5"];
+    let development = [
+        "notes",
+        "notes-dev2",
+        "notes-dev3",
+        "notes-dev4",
+        "notes-dev5",
+        "notes-dev6",
+    ];
     for note in development.into_iter().flat_map(notes) {
         if std::ffi::OsStr::new(&note.id) != id {
             continue;
