@@ -235,8 +235,15 @@ fn read_tnms(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), not
     while index < clause.1 {
         let raw = tokens.raw(index);
         let Some((prefix, t, length)) = category(raw, b'T', prefixes) else {
+            // `M1c` alone states metastasis — not as a question (`to r/o
+            // M1`, `staging CT to exclude M1`).
+            let uncertain = lexicon
+                .uncertain_cues
+                .find(tokens, index.saturating_sub(4).max(clause.0), index)
+                .is_some();
             if let Some((_, m, _)) = whole(index, b'M')
                 && let Some(m) = m.filter(|m| *m <= 1)
+                && !uncertain
             {
                 notes.m_tokens.push(Spread {
                     value: m == 1,
@@ -345,7 +352,7 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
     };
     // A clause labelled with a regional site (`Axillary FNA: … metastatic
     // carcinoma`) speaks of regional spread.
-    let label_regional = (start..(start + 8).min(end))
+    let label_regional = (start..(start + 12).min(end))
         .find(|&index| tokens.lower(index) == ":")
         .is_some_and(|colon| words.regional.find(tokens, start, colon).is_some());
     let mut index = start;
@@ -382,6 +389,24 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
         }
         if let Some(length) = words.sites.len_at(tokens, index) {
             let after = index + length;
+            // `peritoneal recurrence`, `liver relapse`: a distant site
+            // before a recurrence word is spread.
+            if after < end
+                && tokens.lower(after) != "new"
+                && let Some(recurrence) = words.recurrence.len_at(tokens, after)
+                && !words.recurrence_qualifiers.starts(tokens, after + recurrence)
+                && !words.regional.starts(tokens, index)
+            {
+                if negation_before(index).is_none() && !uncertain(index) {
+                    notes.spreads.push(Spread {
+                        value: true,
+                        first: index,
+                        last: after + recurrence - 1,
+                    });
+                }
+                index = after + recurrence;
+                continue;
+            }
             let lesion = (after..(after + 2).min(end)).find(|&next| words.lesion_words.starts(tokens, next));
             if let Some(lesion) = lesion {
                 if negation_before(index).is_none() && !uncertain(index) {
@@ -938,6 +963,12 @@ mod tests {
         assert_eq!(value(&facts, "group").as_deref(), Some("II"));
         let facts = stage("Liver biopsy: metastatic carcinoma", Some("breast"));
         assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
+        // A longer label, with its date.
+        let facts = stage(
+            "FNA R level II node 11/3: metastatic SCC, p16 positive. No distant mets. cT2 cN2 M0.",
+            Some("head_and_neck"),
+        );
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
     }
 
     /// A stage IV written with `cM0` apart from its T and N (`cT3a cN1
@@ -1056,6 +1087,42 @@ mod tests {
         );
         assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
         assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
+    }
+
+    #[test]
+    fn no_spread_beyond_the_organ_is_no_metastasis() {
+        let facts = stage(
+            "6.5 cm mass with portal vein thrombus; no extrahepatic dz on CT.",
+            Some("hepatocellular"),
+        );
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+    }
+
+    #[test]
+    fn an_m1_to_rule_out_states_nothing() {
+        let facts = stage(
+            "Clinical stage IIB (cT2 cN1). Staging CT and bone scan ordered to r/o M1.",
+            Some("breast"),
+        );
+        assert_eq!(value(&facts, "group").as_deref(), Some("II"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        let facts = stage("Bone biopsy positive: M1b.", Some("breast"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn a_site_named_before_a_recurrence_word_is_distant_spread() {
+        for text in [
+            "Stage III at diagnosis, no distant disease. 2026: peritoneal recurrence.",
+            "Impression: liver relapse 9 months after adjuvant chemotherapy.",
+        ] {
+            assert_metastatic_iv(text, "gastric");
+        }
+        let facts = stage(
+            "Stage III, no distant disease; liver recurrence risk discussed.",
+            Some("gastric"),
+        );
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
     }
 
     #[test]
