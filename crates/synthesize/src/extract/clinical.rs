@@ -473,6 +473,30 @@ pub fn current_surgery(lexicon: &Lexicon, statements: Vec<Found>) -> Option<Foun
         .cloned()
 }
 
+/// A note that states nothing of surgery but treats with definitive
+/// non-surgical therapy (`definitive chemoradiation`, `radical RT`; the
+/// pack's `non_surgical`): the surgery is `not_done`, as that treatment
+/// takes its place.
+pub fn non_surgical(lexicon: &Lexicon, tokens: &Tokens<'_>) -> Option<Found> {
+    let words = &lexicon.surgery.non_surgical;
+    let first = words.find(tokens, 0, tokens.len())?;
+    let length = words.len_at(tokens, first).unwrap_or(1);
+    let mut out = Vec::new();
+    push(
+        &mut out,
+        tokens,
+        "surgery",
+        "surgery",
+        "not_done",
+        "affirmed",
+        "certain",
+        None,
+        first,
+        first + length - 1,
+    );
+    out.pop()
+}
+
 /// A date, a year, a pathologic TNM or a margin status right after a
 /// procedure (`lap R hemi 04/2024: pT4a`, `IDS 11/2023 (R0)`, `lobectomy
 /// in 2021`): the token that says it was done.

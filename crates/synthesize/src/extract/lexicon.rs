@@ -287,6 +287,10 @@ pub struct SurgeryWords {
     /// Words that tell of the time after an operation (`post-op`): one was
     /// done, except in a pre-operative note.
     pub after_operation: Words,
+    /// A definitive treatment that is no operation (`definitive
+    /// chemoradiation`): in a note that states nothing else of surgery, the
+    /// surgery is not done.
+    pub non_surgical: Words,
 }
 
 /// The word lists for prior lines; `drugs` label each name with its
@@ -519,6 +523,8 @@ struct RawSurgery {
     time_before: Vec<RawPhrase>,
     #[serde(default)]
     after_operation: Vec<RawPhrase>,
+    #[serde(default)]
+    non_surgical: Vec<RawPhrase>,
 }
 
 #[derive(Deserialize)]
@@ -791,6 +797,7 @@ impl Lexicon {
                 preoperative_titles: words(raw.surgery.preoperative_titles),
                 time_before: words(raw.surgery.time_before),
                 after_operation: words(raw.surgery.after_operation),
+                non_surgical: words(raw.surgery.non_surgical),
             },
             lines: LineWords {
                 drugs: drugs_set,

@@ -113,7 +113,9 @@ pub fn extract_facts_with(lexicon: &Lexicon, source_text: &str, sections: &[Sect
             cancer = found.last().map(|fact| fact.value.clone());
         }
     }
-    found.extend(clinical::current_surgery(lexicon, surgeries));
+    let surgery =
+        clinical::current_surgery(lexicon, surgeries).or_else(|| clinical::non_surgical(lexicon, &tokens));
+    found.extend(surgery);
     lines::prior_lines(lexicon, &tokens, &clauses, &mut found);
     let table = staging::table_for(lexicon, cancer.as_deref(), &found);
     staging::resolve(
@@ -329,6 +331,30 @@ pub(crate) mod tests {
         assert_eq!(value(text, "ALK").as_deref(), Some("negative"));
         let text = "Lung adenocarcinoma. ALK negative on IHC. Repeat ALK FISH pending.";
         assert_eq!(value(text, "ALK").as_deref(), Some("negative"));
+    }
+
+    /// Definitive non-surgical treatment leaves the surgery not done —
+    /// unless the note says otherwise of surgery.
+    #[test]
+    fn definitive_chemoradiation_leaves_the_surgery_not_done() {
+        let surgery = |text: &str| {
+            extract_facts(text, &sections::split(text))
+                .into_iter()
+                .find(|fact| fact.kind == "surgery")
+                .map(|fact| fact.value)
+        };
+        assert_eq!(
+            surgery(
+                "Base of tongue SCC, cT2 cN2 M0. Tumor board: definitive RT 70 Gy + concurrent cisplatin."
+            )
+            .as_deref(),
+            Some("not_done")
+        );
+        assert_eq!(
+            surgery("Lobectomy 2021. 2024 nodal recurrence: definitive chemoradiation.").as_deref(),
+            Some("resected")
+        );
+        assert_eq!(surgery("Stage IV NSCLC on pembrolizumab."), None);
     }
 
     #[test]
