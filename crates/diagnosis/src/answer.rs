@@ -223,8 +223,19 @@ impl Reader {
             (leading, source) = self.by_first_listed(&layout, &offered, &free);
         }
         // `X or Y; both fit`: two alternatives, no choice made. The first
-        // stays the leader, marked as one of the two.
-        if source == "first_listed"
+        // stays the leader, marked as one of the two. A cue's phrase that
+        // opens with `either` (`This is either X or Y`) is such a pair too.
+        let either = |lead: &Mention| {
+            let written = lead.text.to_lowercase();
+            self.cues.alternative_openers.iter().any(|word| {
+                written
+                    .strip_prefix(word.as_str())
+                    .is_some_and(|rest| rest.starts_with(' '))
+            })
+        };
+        let paired =
+            source == "first_listed" || (source == "sentence" && leading.as_ref().is_some_and(either));
+        if paired
             && leading
                 .as_ref()
                 .is_some_and(|lead| self.is_undecided(&layout, &offered, lead))
@@ -393,7 +404,11 @@ impl Reader {
             if phrase.found.is_some() {
                 // The first entry a cue names leads, unless a later sentence
                 // concludes (`Therefore, this is most consistent with X`).
-                if self.concludes(layout, hit.start) {
+                let revises = self
+                    .cues
+                    .revisions
+                    .contains(&layout.folded.text[hit.start..hit.end]);
+                if self.concludes(layout, hit.start) || revises {
                     concluded = Some(phrase);
                 } else if first.is_none() {
                     first = Some(phrase);
@@ -894,6 +909,19 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_change_of_mind_leads_with_its_latest_revision() {
+        assert_all_lead(
+            &[
+                "My first thought is botulism. Actually, on reflection, the pupils are normal. It isn't botulism. I'd now go with myasthenia gravis.",
+                "This looks like LEMS. On reflection the reflexes are normal, so I'll revise my lead to myasthenia gravis, keeping LEMS as the alternative.",
+            ],
+            "myasthenia_gravis",
+        );
+        let reading = reader().read("It isn't botulism. Myasthenia gravis.");
+        assert_eq!(ids(&reading.ruled_out), ["botulism"]);
+    }
+
+    #[test]
     fn a_backward_cue_after_findings_names_the_diagnosis_after_it() {
         assert_all_lead(
             &[
@@ -1059,6 +1087,9 @@ pub(crate) mod tests {
             named.extend(reading.leading.and_then(|lead| lead.id));
             assert!(named.contains(&"myasthenia_gravis".to_string()), "{answer}");
         }
+        let reading =
+            reader().read("This is either myasthenia gravis or LEMS; I'd weigh them equally until the EMG.");
+        assert_eq!(reading.source, "alternatives");
         // A bracketed `or`, the same diagnosis twice, and an `or` after the
         // opening sentence leave the leader.
         assert_all_lead(

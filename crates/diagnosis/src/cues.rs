@@ -65,6 +65,10 @@ struct RawCues {
     reasoning_tags: Vec<String>,
     /// Optional: the speakers of a transcript whose turns are the answer
     /// (`assistant`), and those whose turns ask (`user`).
+    /// Optional: leading cues of a change of mind (`I'd now go with`,
+    /// `I'll revise my lead to`): they conclude wherever they stand.
+    #[serde(default)]
+    revisions: Vec<String>,
     #[serde(default)]
     speakers: Vec<String>,
     #[serde(default)]
@@ -85,6 +89,9 @@ struct RawCues {
     /// between (`or`).
     #[serde(default)]
     alternatives: Vec<String>,
+    /// Optional: words that open a pair of alternatives (`either`).
+    #[serde(default)]
+    alternative_openers: Vec<String>,
 
     spellings: BTreeMap<String, String>,
 }
@@ -162,6 +169,9 @@ pub(crate) struct Cues {
     pub rankings: Vec<String>,
     /// The tags of a reasoning trace, lower case (`think`).
     pub reasoning_tags: Vec<String>,
+    /// Leading cues of a change of mind, lower case: the latest one names
+    /// the leader, as a concluding sentence's cue does.
+    pub revisions: HashSet<String>,
     /// A transcript's answering speakers (`assistant`) and asking ones
     /// (`user`), lower case.
     pub speakers: Vec<String>,
@@ -183,6 +193,8 @@ pub(crate) struct Cues {
     /// when it chooses neither (`X or Y; I can't separate them`): the
     /// first is not a leader, both are offered.
     pub alternatives: Vec<String>,
+    /// Words that open a pair of alternatives (`either X or Y`), lower case.
+    pub alternative_openers: Vec<String>,
 
     pub lexicon: Lexicon,
 }
@@ -207,7 +219,7 @@ impl Cues {
         };
         let mut structural = Vec::new();
         let mut independent = Vec::new();
-        let groups: [(&str, Kind, &Vec<String>, bool); 26] = [
+        let groups: [(&str, Kind, &Vec<String>, bool); 27] = [
             ("leading_labels", Kind::Label, &raw.leading_labels, true),
             ("final_labels", Kind::Label, &raw.final_labels, true),
             ("section_labels", Kind::Label, &raw.section_labels, true),
@@ -217,6 +229,7 @@ impl Cues {
                 &raw.leading_forward,
                 true,
             ),
+            ("revisions", Kind::LeadingForward, &raw.revisions, true),
             ("leading_openers", Kind::LeadingOpener, &raw.leading_openers, true),
             (
                 "leading_backward",
@@ -306,6 +319,7 @@ impl Cues {
             to_exclude: trimmed(&raw.to_exclude),
             rankings: lowered(&raw.rankings),
             reasoning_tags: lowered(&raw.reasoning_tags),
+            revisions: trimmed(&raw.revisions),
             speakers: lowered(&raw.speakers),
             asking_speakers: lowered(&raw.asking_speakers),
             titles: lowered(&raw.titles),
@@ -313,6 +327,7 @@ impl Cues {
             ruled_out_labels: lowered(&raw.ruled_out_labels),
             co_leads: lowered(&raw.co_leads),
             alternatives: lowered(&raw.alternatives),
+            alternative_openers: lowered(&raw.alternative_openers),
             independent,
             hedges: raw.hedges,
             label_links: raw.label_links,
