@@ -233,12 +233,11 @@ impl Reader {
                     .is_some_and(|rest| rest.starts_with(' '))
             })
         };
-        let paired =
-            source == "first_listed" || (source == "sentence" && leading.as_ref().is_some_and(either));
-        if paired
+        let opened = source == "sentence" && leading.as_ref().is_some_and(either);
+        if (source == "first_listed" || opened)
             && leading
                 .as_ref()
-                .is_some_and(|lead| self.is_undecided(&layout, &offered, lead))
+                .is_some_and(|lead| self.is_undecided(&layout, &offered, lead, opened))
         {
             source = "alternatives";
         }
@@ -705,7 +704,9 @@ impl Reader {
     /// that an alternative word (`or`) joins in the answer's opening
     /// sentence, outside brackets: `DLBCL or Burkitt lymphoma`, `myocarditis, or a shunt such
     /// as an ASD`.
-    fn is_undecided(&self, layout: &Layout<'_>, offered: &[Found], lead: &Mention) -> bool {
+    /// `anywhere`: an `either` pair, undecided in any sentence (else only
+    /// in the answer's opening one).
+    fn is_undecided(&self, layout: &Layout<'_>, offered: &[Found], lead: &Mention, anywhere: bool) -> bool {
         let original = |at: usize| layout.folded.original(at);
         let Some(inside) = offered
             .iter()
@@ -719,7 +720,7 @@ impl Reader {
             .iter()
             .find(|line| !line.blank && line.header.is_none())
             .map(|line| layout.sentence_of(line.content).0);
-        if opening != Some(sentence_start) {
+        if opening != Some(sentence_start) && !anywhere {
             return false;
         }
         let text = &layout.folded.text;
@@ -1087,9 +1088,12 @@ pub(crate) mod tests {
             named.extend(reading.leading.and_then(|lead| lead.id));
             assert!(named.contains(&"myasthenia_gravis".to_string()), "{answer}");
         }
-        let reading =
-            reader().read("This is either myasthenia gravis or LEMS; I'd weigh them equally until the EMG.");
-        assert_eq!(reading.source, "alternatives");
+        for answer in [
+            "This is either myasthenia gravis or LEMS; I'd weigh them equally until the EMG.",
+            "Fatigable ptosis in a young woman. This is either myasthenia gravis or LEMS, equally likely.",
+        ] {
+            assert_eq!(reader().read(answer).source, "alternatives", "{answer}");
+        }
         // A bracketed `or`, the same diagnosis twice, and an `or` after the
         // opening sentence leave the leader.
         assert_all_lead(
