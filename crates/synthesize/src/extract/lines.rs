@@ -1336,6 +1336,11 @@ mod tests {
         );
         assert!(outcomes("Staged without bevacizumab given the bleeding risk").is_empty());
         assert!(outcomes("72M, cisplatin-eligible, CrCl 70").is_empty());
+        // A drug a teaching note compares with is none either.
+        assert_eq!(
+            outcomes("2L: encorafenib + binimetinib started today.\n- Pyrexia less common than dabrafenib."),
+            pairs(&[("encorafenib + binimetinib", "ongoing")])
+        );
         assert_eq!(
             outcomes("no progression on FOLFOX"),
             pairs(&[("FOLFOX", "response")])
