@@ -317,6 +317,16 @@ pub fn grade(reader: &Reader, answer: &Reading, reference: &str) -> (Grade, Stri
                 ),
             );
         }
+        // A complication, manifestation or cause of the reference, or
+        // another grade of it (the pack's `links.yaml`), is close but not it.
+        if let (Some(id), Some(entry)) = (&leading.id, reference.entry)
+            && reader.ontology().is_linked(id, &entry.id)
+        {
+            return (
+                Grade::Related,
+                format!("leading {} is linked to the reference", named(leading)),
+            );
+        }
     }
     if let Some(co_lead) = answer
         .co_leading
@@ -396,6 +406,36 @@ mod tests {
             Grade::Related
         );
         assert_eq!(graded(answer, "Botulism"), Grade::Wrong);
+    }
+
+    #[test]
+    fn a_diagnosis_linked_to_the_reference_is_related() {
+        use crate::ontology::tests::{ONTOLOGY, TESTS};
+        let ontology = crate::ontology::Ontology::parse(ONTOLOGY, TESTS, "pack")
+            .and_then(|ontology| {
+                ontology.with_links(
+                    "version: 1\nlinks:\n  - id: myasthenia_gravis\n    linked:\n      - {id: pneumonia, kind: complication}\n",
+                    "links.yaml",
+                )
+            })
+            .unwrap_or_else(|error| panic!("{error}"));
+        let reader = Reader::new(ontology, crate::cues::tests::ANSWER_YAML, "answer.yaml")
+            .unwrap_or_else(|error| panic!("{error}"));
+        let graded = |answer: &str, reference: &str| grade(&reader, &reader.read(answer), reference).0;
+        // Aspiration pneumonia complicating myasthenia gravis (either way).
+        assert_eq!(
+            graded("Most likely diagnosis: pneumonia.", "Myasthenia gravis"),
+            Grade::Related
+        );
+        assert_eq!(
+            graded("Most likely diagnosis: myasthenia gravis.", "Pneumonia"),
+            Grade::Related
+        );
+        // An unlinked sibling stays wrong.
+        assert_eq!(
+            graded("Most likely diagnosis: botulism.", "Myasthenia gravis"),
+            Grade::Wrong
+        );
     }
 
     #[test]

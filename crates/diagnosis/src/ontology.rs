@@ -204,6 +204,23 @@ pub struct Ontology {
     test_index: PhraseIndex,
     /// Every word of every diagnosis name, as compared (canonical).
     words: HashSet<String>,
+    /// Pairs of entries linked clinically (`links.yaml`: a complication, a
+    /// manifestation, a cause, or another grade of the same disorder), both
+    /// ways, as entry indexes.
+    links: HashSet<(usize, usize)>,
+}
+
+/// The file of a pack's clinical links between diagnoses.
+pub const LINKS: &str = "links.yaml";
+
+/// How two linked diagnoses relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum LinkKind {
+    Complication,
+    Manifestation,
+    Cause,
+    Grade,
 }
 
 /// The file of a pack's clinical features per diagnosis.
@@ -425,6 +442,7 @@ impl Ontology {
             diagnosis_index: PhraseIndex::default(),
             test_index: PhraseIndex::default(),
             words: HashSet::new(),
+            links: HashSet::new(),
         };
         if let Some((id, phrase)) = ontology.index() {
             let translated = ontology
@@ -460,9 +478,87 @@ impl Ontology {
             translations.as_deref(),
             &pack_dir.display().to_string(),
         )?;
-        match optional(FEATURES)? {
-            Some(text) => ontology.with_features(&text, &pack_dir.join(FEATURES).display().to_string()),
+        let ontology = match optional(FEATURES)? {
+            Some(text) => ontology.with_features(&text, &pack_dir.join(FEATURES).display().to_string())?,
+            None => ontology,
+        };
+        match optional(LINKS)? {
+            Some(text) => ontology.with_links(&text, &pack_dir.join(LINKS).display().to_string()),
             None => Ok(ontology),
+        }
+    }
+
+    /// Adds the clinical links of `links.yaml` (`origin` names it in
+    /// errors, with the line): every id an entry's, no entry linked to
+    /// itself or to one of its broader categories, no pair twice. The file
+    /// joins the ontology's hash.
+    pub fn with_links(mut self, text: &str, origin: &str) -> Result<Self> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawLinks {
+            version: u32,
+            links: Vec<RawEntry>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawEntry {
+            id: String,
+            linked: Vec<RawLink>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawLink {
+            id: String,
+            #[allow(dead_code)]
+            kind: LinkKind,
+        }
+        let raw: RawLinks = parse_yaml(text, origin)?;
+        let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
+        if raw.version != 1 {
+            return Err(invalid(
+                line_of(text, "version", 1),
+                format!("unsupported version {}", raw.version),
+            ));
+        }
+        for entry in raw.links {
+            let line = line_of_id(text, &entry.id);
+            let Some(&from) = self.by_id.get(&entry.id) else {
+                return Err(invalid(line, format!("unknown diagnosis id `{}`", entry.id)));
+            };
+            for link in entry.linked {
+                let Some(&to) = self.by_id.get(&link.id) else {
+                    return Err(invalid(
+                        line,
+                        format!("`{}`: unknown linked id `{}`", entry.id, link.id),
+                    ));
+                };
+                let problem = if from == to {
+                    Some("is linked to itself".to_string())
+                } else if self.is_broader(&link.id, &entry.id) || self.is_broader(&entry.id, &link.id) {
+                    Some(format!(
+                        "`{}` is one of its broader categories or narrower forms",
+                        link.id
+                    ))
+                } else if !self.links.insert((from, to)) || !self.links.insert((to, from)) {
+                    Some(format!("the link to `{}` is there twice", link.id))
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    return Err(invalid(line, format!("`{}`: {problem}", entry.id)));
+                }
+            }
+        }
+        self.hash = crate::chained_hash(&self.hash, text);
+        Ok(self)
+    }
+
+    /// Whether two entries (by id) are linked clinically (`links.yaml`),
+    /// either way.
+    pub fn is_linked(&self, id: &str, other: &str) -> bool {
+        match (self.by_id.get(id), self.by_id.get(other)) {
+            (Some(&a), Some(&b)) => self.links.contains(&(a, b)),
+            _ => false,
         }
     }
 
@@ -773,6 +869,45 @@ tests:
             Ok(ontology) => ontology,
             Err(error) => panic!("test ontology: {error}"),
         }
+    }
+
+    #[test]
+    fn links_name_known_entries_once_and_never_a_broader_one() {
+        let error = |links: &str| match ontology().with_links(links, "links.yaml") {
+            Ok(_) => String::from("no error"),
+            Err(error) => error.to_string(),
+        };
+        let head = "version: 1\nlinks:\n  - id: myasthenia_gravis\n    linked:\n";
+        assert_eq!(
+            error(&format!("{head}      - {{id: botulism, kind: cause}}\n")),
+            "no error"
+        );
+        assert!(
+            error(&format!("{head}      - {{id: nope, kind: cause}}\n")).contains("unknown linked id `nope`")
+        );
+        assert!(error(&format!("{head}      - {{id: myasthenia_gravis, kind: grade}}\n")).contains("itself"));
+        assert!(
+            error(&format!(
+                "{head}      - {{id: neuromuscular_junction_disorder, kind: grade}}\n"
+            ))
+            .contains("broader")
+        );
+        assert!(
+            error(&format!(
+                "{head}      - {{id: botulism, kind: cause}}\n  - id: botulism\n    linked:\n      - {{id: myasthenia_gravis, kind: cause}}\n"
+            ))
+            .contains("twice")
+        );
+        assert!(error(&format!("{head}      - {{id: botulism, kind: sibling}}\n")).contains("links.yaml:"));
+        let hash = ontology().hash().to_string();
+        let linked = ontology()
+            .with_links(
+                &format!("{head}      - {{id: botulism, kind: cause}}\n"),
+                "links.yaml",
+            )
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_ne!(linked.hash(), hash);
+        assert!(linked.is_linked("botulism", "myasthenia_gravis"));
     }
 
     fn error_of(ontology: &str) -> String {

@@ -8,7 +8,9 @@
 //!   catalog.yaml      the pre-registered interventions
 //!   …                 what the task reads: for diagnosis the ontology
 //!                     (ontology.yaml, tests.yaml, and optionally
-//!                     translations.yaml: its names in other languages),
+//!                     translations.yaml: its names in other languages,
+//!                     and links.yaml: complications, manifestations,
+//!                     causes and grades of its diagnoses),
 //!                     the answer cues
 //!                     (answer.yaml), the chart reading (facts.yaml) and the
 //!                     prompts (prompts/single_shot.md for the subject,
