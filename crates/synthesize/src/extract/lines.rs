@@ -220,6 +220,12 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                 .find(tokens, regimen.first.saturating_sub(3).max(before), after)
                 .is_some();
             let known = lines.iter().position(|line| line.drugs == drugs);
+            // A drug written as stopped (`Abiraterone stopped 11/20`, `after
+            // pembro stopped`) is a part of a line already told, even one
+            // that progressed: the stop ends it, it starts nothing.
+            let stopped = cues.iter().any(|cue| {
+                cue.value == Outcome::Unknown && (regimen.end..=regimen.end + 1).contains(&cue.index)
+            });
             let id = match known {
                 Some(id) if !(retreat && lines[id].progressed()) => id,
                 _ => match current
@@ -227,7 +233,8 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                     .into_iter()
                     .chain((0..lines.len()).rev().filter(|_| known.is_none() && !retreat))
                     .find(|&id| {
-                        !lines[id].progressed() && drugs.iter().all(|drug| lines[id].drugs.contains(drug))
+                        (stopped || !lines[id].progressed())
+                            && drugs.iter().all(|drug| lines[id].drugs.contains(drug))
                     }) {
                     Some(id) => id,
                     _ => {
@@ -1344,6 +1351,24 @@ mod tests {
         assert_eq!(
             outcomes("no progression on FOLFOX"),
             pairs(&[("FOLFOX", "response")])
+        );
+    }
+
+    /// A drug of a line already told written as stopped is that line, even
+    /// after it progressed.
+    #[test]
+    fn a_stopped_drug_of_a_line_told_is_that_line() {
+        assert_eq!(
+            outcomes(
+                "2024: restarted leuprolide + abiraterone. 10/2026: castration resistant progression. Abiraterone stopped 11/20."
+            ),
+            pairs(&[("leuprolide + abiraterone", "progression")])
+        );
+        assert_eq!(
+            outcomes(
+                "FOLFOX + bevacizumab 4/2025-10/2026 -> CT 11/2026 progression in liver. Oxaliplatin stopped; residual neuropathy."
+            ),
+            pairs(&[("FOLFOX + bevacizumab", "progression")])
         );
     }
 
