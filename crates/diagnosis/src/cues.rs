@@ -143,7 +143,9 @@ pub(crate) struct Hit {
 #[derive(Debug, Clone)]
 pub(crate) struct Cues {
     structural: Vec<(Kind, String)>,
-    independent: Vec<(Kind, String)>,
+    /// The structural and the independent cues compiled for one pass over a text each.
+    structural_matcher: Matcher,
+    independent_matcher: Matcher,
     pub hedges: Vec<String>,
     /// Words between a label and its diagnosis (`is`, `would be`).
     pub label_links: Vec<String>,
@@ -313,8 +315,12 @@ impl Cues {
             .iter()
             .flat_map(|head| words(head, &lexicon))
             .collect();
+        let structural_matcher = Matcher::new(&structural)?;
+        let independent_matcher = Matcher::new(&independent)?;
         Ok(Self {
             structural,
+            structural_matcher,
+            independent_matcher,
             vague_heads,
             to_exclude: trimmed(&raw.to_exclude),
             rankings: lowered(&raw.rankings),
@@ -328,7 +334,6 @@ impl Cues {
             co_leads: lowered(&raw.co_leads),
             alternatives: lowered(&raw.alternatives),
             alternative_openers: lowered(&raw.alternative_openers),
-            independent,
             hedges: raw.hedges,
             label_links: raw.label_links,
             narrative_starts: raw.narrative_starts,
@@ -353,7 +358,7 @@ impl Cues {
     /// overlaps resolved to the longer (an inert phrase hides what it
     /// overlaps and is then dropped), the others all kept.
     pub fn find(&self, text: &str) -> Vec<Hit> {
-        let mut structural = find_all(&self.structural, text);
+        let mut structural = self.structural_matcher.find_all(text);
         structural.sort_by(|left, right| {
             (right.end - right.start)
                 .cmp(&(left.end - left.start))
@@ -374,7 +379,7 @@ impl Cues {
             .filter(|hit| hit.kind == Kind::Inert)
             .collect();
         kept.retain(|hit| hit.kind != Kind::Inert);
-        kept.extend(find_all(&self.independent, text).into_iter().filter(|hit| {
+        kept.extend(self.independent_matcher.find_all(text).into_iter().filter(|hit| {
             !inert
                 .iter()
                 .any(|other| hit.start < other.end && other.start < hit.end)
@@ -428,34 +433,72 @@ fn trimmed<C: FromIterator<String>>(phrases: &[String]) -> C {
     phrases.iter().map(|phrase| phrase.trim().to_string()).collect()
 }
 
-/// Every occurrence of every cue at word boundaries.
-fn find_all(cues: &[(Kind, String)], text: &str) -> Vec<Hit> {
-    let mut hits = Vec::new();
-    for (kind, cue) in cues {
-        let (stem, prefix) = match cue.strip_suffix('*') {
-            Some(stem) => (stem, true),
-            None => (cue.as_str(), false),
-        };
-        for (start, _) in text.match_indices(stem) {
-            let mut end = start + stem.len();
-            if !is_boundary(text, start) && stem.starts_with(|c: char| c.is_alphanumeric()) {
+/// A list of cues compiled into one automaton (Aho-Corasick), so that a
+/// text is scanned once for all of them rather than once per cue.
+#[derive(Debug, Clone)]
+struct Matcher {
+    automaton: aho_corasick::AhoCorasick,
+    /// Per pattern: its kind and whether it matches a word prefix (`*`).
+    cues: Vec<(Kind, bool, bool, bool)>,
+}
+
+impl Matcher {
+    fn new(cues: &[(Kind, String)]) -> Result<Self> {
+        let stems: Vec<&str> = cues
+            .iter()
+            .map(|(_, cue)| cue.strip_suffix('*').unwrap_or(cue))
+            .collect();
+        let automaton = aho_corasick::AhoCorasick::new(&stems)
+            .map_err(|error| Error::Invalid(format!("answer cues: {error}")))?;
+        let cues = cues
+            .iter()
+            .zip(&stems)
+            .map(|((kind, cue), stem)| {
+                (
+                    *kind,
+                    cue.ends_with('*'),
+                    stem.starts_with(|c: char| c.is_alphanumeric()),
+                    stem.ends_with(|c: char| c.is_alphanumeric()),
+                )
+            })
+            .collect();
+        Ok(Self { automaton, cues })
+    }
+
+    /// Every occurrence of every cue at word boundaries, in cue order and
+    /// then text order (the order later steps break ties by).
+    fn find_all(&self, text: &str) -> Vec<Hit> {
+        // Each pattern's occurrences left to right, none overlapping the one
+        // before it (as a search for that cue alone finds them).
+        let mut raw: Vec<(usize, usize, usize)> = self
+            .automaton
+            .find_overlapping_iter(text)
+            .map(|matched| (matched.pattern().as_usize(), matched.start(), matched.end()))
+            .collect();
+        raw.sort_unstable();
+        let mut found: Vec<Hit> = Vec::new();
+        let mut previous: Option<(usize, usize)> = None;
+        for (pattern, start, stem_end) in raw {
+            if previous.is_some_and(|(other, end)| other == pattern && start < end) {
+                continue;
+            }
+            previous = Some((pattern, stem_end));
+            let (kind, prefix, opens_word, closes_word) = self.cues[pattern];
+            let mut end = stem_end;
+            if !is_boundary(text, start) && opens_word {
                 continue;
             }
             if prefix {
                 end += text[end..]
                     .find(|c: char| !c.is_alphanumeric())
                     .unwrap_or(text.len() - end);
-            } else if !is_boundary(text, end) && stem.ends_with(|c: char| c.is_alphanumeric()) {
+            } else if !is_boundary(text, end) && closes_word {
                 continue;
             }
-            hits.push(Hit {
-                kind: *kind,
-                start,
-                end,
-            });
+            found.push(Hit { kind, start, end });
         }
+        found
     }
-    hits
 }
 
 #[cfg(test)]
