@@ -255,6 +255,9 @@ pub struct MetastaticWords {
     /// Per cancer type, spread that is regional there, not distant
     /// (peritoneal disease in ovarian cancer is FIGO III).
     pub not_distant_for: HashMap<String, Words>,
+    /// Cancer types so rarely spread beyond their organ that a note which
+    /// states no spread is not metastatic (glioma).
+    pub local_cancers: Vec<String>,
 }
 
 /// The word lists for surgery.
@@ -490,6 +493,8 @@ struct RawMetastatic {
     recurrence_qualifiers: Vec<RawPhrase>,
     #[serde(default)]
     not_distant_for: BTreeMap<String, Vec<RawPhrase>>,
+    #[serde(default)]
+    local_cancers: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -776,6 +781,7 @@ impl Lexicon {
                     .into_iter()
                     .map(|(cancer, phrases)| (cancer, words(phrases)))
                     .collect(),
+                local_cancers: raw.metastatic.local_cancers,
             },
             surgery: SurgeryWords {
                 procedures: words(raw.surgery.procedures),

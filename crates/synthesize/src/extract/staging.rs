@@ -482,6 +482,34 @@ fn read_spread(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), n
 /// other recurrence word between: `relapse: liver x4 + lung`. A site
 /// followed by a regional word (`lung nodes`) is passed over; a qualifier
 /// right after the word (`relapse-free`, `Recurrence Score`) makes it none.
+/// For a cancer that stays in its organ (`local_cancers`: a glioma) and a
+/// note that states no spread: not metastatic, derived, on the cancer's
+/// own mention.
+fn local_cancer(
+    lexicon: &Lexicon,
+    tokens: &Tokens<'_>,
+    cancer: Option<&str>,
+    out: &[Found],
+) -> Option<(bool, bool, (usize, usize))> {
+    let cancer = cancer?;
+    if !lexicon
+        .metastatic
+        .local_cancers
+        .iter()
+        .any(|local| local == cancer)
+    {
+        return None;
+    }
+    let fact = out.iter().find(|fact| fact.kind == "cancer_type")?;
+    let first = tokens.tokens.iter().position(|token| token.start >= fact.start)?;
+    let last = tokens
+        .tokens
+        .iter()
+        .rposition(|token| token.end <= fact.end)?
+        .max(first);
+    Some((false, true, (first, last)))
+}
+
 fn site_after_recurrence(
     words: &super::lexicon::MetastaticWords,
     tokens: &Tokens<'_>,
@@ -609,6 +637,7 @@ pub fn resolve(
         derived_group()
             .filter(|(main, _, _)| main != metastatic_group)
             .map(|(_, _, tnm)| (false, true, (tnm.first, tnm.last)))
+            .or_else(|| local_cancer(lexicon, tokens, cancer, out))
     };
     if let Some((value, derived, (first, last))) = metastatic {
         let (text, polarity) = if value {
@@ -739,7 +768,24 @@ mod tests {
         crate::extract::markers::extract(lexicon, &tokens, (0, tokens.len()), &mut out);
         let table = table_for(lexicon, cancer, &out);
         out.clear();
+        // The cancer's own mention, as the extractor would have found it: the
+        // first token.
+        if let (Some(cancer), Some(token)) = (cancer, tokens.tokens.first()) {
+            out.push(Found {
+                kind: "cancer_type",
+                name: "primary".into(),
+                value: cancer.into(),
+                polarity: "affirmed",
+                certainty: "certain",
+                detail: None,
+                start: token.start,
+                end: token.end,
+                derived: false,
+                key: None,
+            });
+        }
         resolve(lexicon, &tokens, cancer, table, &notes, &mut out);
+        out.retain(|fact| fact.kind != "cancer_type");
         out.into_iter()
             .map(|fact| {
                 let span = text[fact.start..fact.end].to_string();
@@ -1087,6 +1133,19 @@ mod tests {
         );
         assert_eq!(value(&facts, "group").as_deref(), Some("IV"));
         assert_eq!(value(&facts, "group_at_diagnosis").as_deref(), Some("II"));
+    }
+
+    #[test]
+    fn a_glioma_that_states_no_spread_is_not_metastatic() {
+        let facts = stage(
+            "R temporal GBM, IDH-wildtype; GTR 08/2025, then Stupp.",
+            Some("glioma"),
+        );
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("false"));
+        assert_eq!(value(&facts, "group"), None);
+        // Spread outside the brain still counts.
+        let facts = stage("GBM; CT chest: new lung metastases.", Some("glioma"));
+        assert_eq!(value(&facts, "metastatic").as_deref(), Some("true"));
     }
 
     #[test]
