@@ -503,7 +503,10 @@ impl Reader {
             .filter(|f| !layout.is_in_inline_differential(f.start) || self.ranks(layout, f.start))
             .filter(|f| layout.is_offered_by_cue(f.start) || !self.is_narrative(layout, f.start))
             .filter(|f| !self.is_to_exclude(layout, f.start) && !self.is_conditional(layout, f.start))
-            .filter(|f| !layout.is_in_plan_list(f.start))
+            .filter(|f| {
+                !layout.is_in_plan_list(f.start)
+                    && !layout.line_opens_with(f.start, &self.cues.findings_labels)
+            })
             .find(|f| !layout.is_ordering(f.start) && !layout.is_management(f.start))
             .map(|f| {
                 let (sentence_start, sentence_end) = layout.sentence_of(f.start);
@@ -524,7 +527,10 @@ impl Reader {
                     .lines
                     .iter()
                     .find(|line| mention.start <= layout.folded.original(line.end))
-                    .is_some_and(|line| layout.is_in_plan_list(line.content))
+                    .is_some_and(|line| {
+                        layout.is_in_plan_list(line.content)
+                            || layout.line_opens_with(line.content, &self.cues.findings_labels)
+                    })
             })
             .cloned();
         let opening = self.opening_phrase(layout, offered);
@@ -907,6 +913,12 @@ pub(crate) mod tests {
         let reading = reader().read("Differential diagnosis:\n- MG\n- LEMS");
         assert_eq!(reading.source, "first_listed");
         assert_eq!(ids(&reading.differential), ["lambert_eaton"]);
+    }
+
+    #[test]
+    fn a_list_of_findings_names_no_leader() {
+        let answer = "Positives: fatigable ptosis, diplopia worse in the evening.\nNegatives: no areflexia, normal pupils.\nFatigable weakness with normal pupils: myasthenia gravis.";
+        assert_eq!(leading(answer).0.as_deref(), Some("myasthenia_gravis"));
     }
 
     #[test]

@@ -65,6 +65,9 @@ struct RawCues {
     reasoning_tags: Vec<String>,
     /// Optional: the speakers of a transcript whose turns are the answer
     /// (`assistant`), and those whose turns ask (`user`).
+    /// Optional: labels of a line that lists findings (`Positives:`).
+    #[serde(default)]
+    findings_labels: Vec<String>,
     /// Optional: leading cues of a change of mind (`I'd now go with`,
     /// `I'll revise my lead to`): they conclude wherever they stand.
     #[serde(default)]
@@ -171,6 +174,9 @@ pub(crate) struct Cues {
     pub rankings: Vec<String>,
     /// The tags of a reasoning trace, lower case (`think`).
     pub reasoning_tags: Vec<String>,
+    /// Labels of a line that lists findings (`Positives:`, `Pertinent
+    /// negatives:`), lower case: what it lists is no first-listed leader.
+    pub findings_labels: Vec<String>,
     /// Leading cues of a change of mind, lower case: the latest one names
     /// the leader, as a concluding sentence's cue does.
     pub revisions: HashSet<String>,
@@ -326,6 +332,7 @@ impl Cues {
             rankings: lowered(&raw.rankings),
             reasoning_tags: lowered(&raw.reasoning_tags),
             revisions: trimmed(&raw.revisions),
+            findings_labels: lowered(&raw.findings_labels),
             speakers: lowered(&raw.speakers),
             asking_speakers: lowered(&raw.asking_speakers),
             titles: lowered(&raw.titles),

@@ -227,6 +227,13 @@ impl<'a> Layout<'a> {
     }
 
     /// The line holding a folded offset.
+    /// Whether the line of `position` opens with one of `labels` and a
+    /// colon (`Positives: …`), markup allowed around the label.
+    pub fn line_opens_with(&self, position: usize, labels: &[String]) -> bool {
+        let line = self.line_of(position);
+        ruled_out_label_end(&self.folded.text, line.content, line.end, labels).is_some()
+    }
+
     pub fn line_of(&self, position: usize) -> &Line {
         let index = self
             .lines
