@@ -267,7 +267,7 @@ impl Reader {
             leading,
             co_leading,
             differential,
-            ruled_out: self.ruled_out(&layout, &found),
+            ruled_out: self.ruled_out(&layout, &found, &dropped),
             tests_ordered,
             orders,
             escalates: layout
@@ -377,26 +377,13 @@ impl Reader {
                 }
                 // `X is most likely Y`: a backward cue with no entry before
                 // it in its clause names the entry right after it.
-                Kind::LeadingBackward => self
-                    .backward(layout, hit.start, offered)
-                    .filter(|phrase| phrase.found.is_some())
-                    .or_else(|| {
+                Kind::LeadingBackward => match self.backward(layout, hit.start, offered) {
+                    Some(phrase) if phrase.found.is_some() => Some(phrase),
+                    before => {
                         let (_, end) = layout.sentence_of(hit.end);
-                        offered
-                            .iter()
-                            .copied()
-                            .find(|f| {
-                                f.start >= hit.end
-                                    && f.end <= end
-                                    && layout.words_between(hit.end, f.start) == 0
-                            })
-                            .map(|f| Phrase {
-                                start: f.start,
-                                end: f.end,
-                                found: Some(f),
-                            })
-                    })
-                    .or_else(|| self.backward(layout, hit.start, offered)),
+                        Self::entry_after(layout, hit.end, end, offered, 0).or(before)
+                    }
+                },
                 _ => None,
             };
             let Some(phrase) = phrase else { continue };

@@ -75,15 +75,7 @@ impl Reader {
             .iter()
             .filter_map(|arrow| window.find(arrow).map(|at| from + at + arrow.len()))
             .min()?;
-        offered
-            .iter()
-            .copied()
-            .find(|f| f.start >= arrow_end && f.end <= to && layout.words_between(arrow_end, f.start) <= 1)
-            .map(|f| Phrase {
-                start: f.start,
-                end: f.end,
-                found: Some(f),
-            })
+        Self::entry_after(layout, arrow_end, to, offered, 1)
     }
 
     /// The first known diagnosis a leading cue between `from` and `to`
@@ -97,10 +89,22 @@ impl Reader {
         offered: &[Found],
     ) -> Option<Phrase> {
         let cue = layout.hits_in(Kind::LeadingForward, from, to).next()?;
+        Self::entry_after(layout, cue.end, to, offered, 1)
+    }
+
+    /// The first offered entry that starts at most `reach` words after `at`
+    /// and ends by `to`.
+    pub(super) fn entry_after(
+        layout: &Layout<'_>,
+        at: usize,
+        to: usize,
+        offered: &[Found],
+        reach: usize,
+    ) -> Option<Phrase> {
         offered
             .iter()
             .copied()
-            .find(|f| f.start >= cue.end && f.end <= to && layout.words_between(cue.end, f.start) <= 1)
+            .find(|f| f.start >= at && f.end <= to && layout.words_between(at, f.start) <= reach)
             .map(|f| Phrase {
                 start: f.start,
                 end: f.end,

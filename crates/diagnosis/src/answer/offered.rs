@@ -88,9 +88,10 @@ impl Reader {
         dropped
     }
 
-    /// The ruled-out entries, and the free phrases rule-out cues scope.
-    pub(super) fn ruled_out(&self, layout: &Layout<'_>, found: &[Found]) -> Vec<Mention> {
-        let dropped = self.dropped_by_pronoun(layout, found);
+    /// The ruled-out entries (with those `dropped` through a pronoun, see
+    /// [`Reader::dropped_by_pronoun`]), and the free phrases rule-out cues
+    /// scope.
+    pub(super) fn ruled_out(&self, layout: &Layout<'_>, found: &[Found], dropped: &[Found]) -> Vec<Mention> {
         let mut mentions: Vec<Mention> = found
             .iter()
             .filter(|f| layout.is_ruled_out(f.start, f.end) || dropped.contains(f))
