@@ -102,21 +102,21 @@ fn number_at(tokens: &Tokens<'_>, index: usize) -> Option<(f64, usize)> {
 pub fn extract(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
     let before = out.len();
     read(lexicon, tokens, clause, out);
-    // A result under a condition (`olaparib if gBRCA+`) is none.
+    // A result under a condition (`olaparib if gBRCA+`) is none: only this
+    // clause's facts are looked at, each found by its first token.
     let conditions = &lexicon.markers.conditions;
-    let mut position = 0;
-    out.retain(|fact| {
-        position += 1;
-        if position <= before {
-            return true;
-        }
-        let Some(first) = tokens.tokens.iter().position(|token| token.start == fact.start) else {
+    let read_here = out.split_off(before);
+    out.extend(read_here.into_iter().filter(|fact| {
+        let Ok(first) = tokens
+            .tokens
+            .binary_search_by_key(&fact.start, |token| token.start)
+        else {
             return true;
         };
         conditions
             .find(tokens, first.saturating_sub(4).max(clause.0), first)
             .is_none()
-    });
+    }));
 }
 
 fn read(lexicon: &Lexicon, tokens: &Tokens<'_>, clause: (usize, usize), out: &mut Vec<Found>) {
