@@ -1111,10 +1111,12 @@ impl RowSink for Vec<ResponseRow> {
 
 /// A sliding window of answering tasks: up to `concurrency` calls in
 /// flight, a new one started as soon as one ends; finished rows wait until
-/// every earlier tuple's row is there, then go to the sink, which commits
-/// every `chunk` rows (so what is committed is always a prefix of the
-/// tuples, as the resume logic expects). At most `concurrency + chunk` rows
-/// are held.
+/// every earlier tuple's row is there, then go to the sink in runs of up to
+/// `chunk` rows (a record batch costs the same per column however few rows
+/// it has: rows handed over one by one as they finished made encoding them
+/// most of a cached rerun's time), and the sink commits every `chunk` rows
+/// (so what is committed is always a prefix of the tuples, as the resume
+/// logic expects). At most `concurrency + 2 × chunk` rows are held.
 struct Window<'a> {
     config: &'a Config,
     subject: &'a Arc<Subject>,
@@ -1123,6 +1125,8 @@ struct Window<'a> {
     /// Each running task's tuple (a failed task's row is made from it).
     running: HashMap<tokio::task::Id, (usize, Tuple)>,
     finished: std::collections::BTreeMap<usize, ResponseRow>,
+    /// Rows in tuple order not yet handed to the sink.
+    pending: Vec<ResponseRow>,
     next: usize,
     written: usize,
     uncommitted: usize,
@@ -1143,6 +1147,7 @@ impl<'a> Window<'a> {
             tasks: tokio::task::JoinSet::new(),
             running: HashMap::new(),
             finished: std::collections::BTreeMap::new(),
+            pending: Vec::new(),
             next: 0,
             written: 0,
             uncommitted: 0,
@@ -1225,32 +1230,44 @@ impl<'a> Window<'a> {
         report.output_tokens += row.output_tokens;
         report.cost_usd += row.cost_usd;
         self.finished.insert(index, row);
-        let mut ready = Vec::new();
+        let before = self.pending.len();
         while let Some(row) = self.finished.remove(&self.written) {
-            ready.push(row);
+            self.pending.push(row);
             self.written += 1;
         }
-        if !ready.is_empty() {
-            sink.rows(&ready)?;
-            self.uncommitted += ready.len();
+        let ready = self.pending.len() - before;
+        if ready > 0 {
+            self.uncommitted += ready;
             let chunk = self.config.chunk.max(1);
             let due = self.last_commit.elapsed() >= self.config.commit_every
                 || self.uncommitted >= chunk.saturating_mul(COMMIT_CAP);
             if self.uncommitted >= chunk && due {
+                self.hand_over(sink)?;
                 sink.commit()?;
                 self.uncommitted = 0;
                 self.last_commit = std::time::Instant::now();
+            } else if self.pending.len() >= chunk {
+                self.hand_over(sink)?;
             }
         }
         Ok(())
     }
 
-    /// Waits for every task and writes the rest.
+    /// Hands the rows in waiting to the sink, in one call.
+    fn hand_over(&mut self, sink: &mut dyn RowSink) -> Result<()> {
+        if !self.pending.is_empty() {
+            sink.rows(&self.pending)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// Waits for every task and hands over the rest (the caller commits).
     async fn finish(&mut self, sink: &mut dyn RowSink, report: &mut Report) -> Result<()> {
         while !self.tasks.is_empty() {
             self.complete_one(sink, report).await?;
         }
-        Ok(())
+        self.hand_over(sink)
     }
 }
 
