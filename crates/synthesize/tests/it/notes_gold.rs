@@ -450,26 +450,47 @@ const DEV6_PRECISION_FLOOR: f64 = 0.85;
 /// worksheets, general practitioners' letters, palliative care referrals,
 /// surgical oncology follow-up letters, handovers typed on a phone,
 /// patients' own written histories, notes by authors writing English as a
-/// second language, radiation oncology consults), written blind on
-/// 2026-12-07 by a ninth hand from the sixth and seventh sets' READMEs
-/// alone, and never read to write a rule: only the figures are printed.
+/// second language, radiation oncology consults), written blind by a ninth
+/// hand from the sixth and seventh sets' READMEs alone. It was held out
+/// twice (0.843 / 0.794 before the ninth round, 0.853 / 0.810 after it) and
+/// is read as a development set since the tenth, when `notes-heldout8` was
+/// written: every miss is printed under `CFEVAL_NOTES_REPORT=1`.
+#[test]
+fn notes_seventh_development_set_precision_and_recall() {
+    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+    assert_set_holds("notes-dev7", verbose, DEV7_PRECISION_FLOOR, DEV7_RECALL_FLOOR);
+}
+
+/// Just under what the set measured held out, after the ninth round:
+/// precision 0.853, recall 0.810 (stage group 0.895 / 0.846, metastatic
+/// 0.912 / 0.865).
+const DEV7_RECALL_FLOOR: f64 = 0.80;
+const DEV7_PRECISION_FLOOR: f64 = 0.85;
+
+/// A ninth set of 96 notes in 8 more styles (chemotherapy day-unit nurse
+/// pre-assessments, tumour-registry abstracts, emergency-department
+/// oncology clerkings, cancer-genetics clinic letters, discharge summaries,
+/// dictated letters with speech-recognition errors, EHR problem lists,
+/// clinic notes opening with a pasted pathology report), written blind on
+/// 2026-12-07 by a tenth hand from the seventh set's and the fifth set's
+/// READMEs alone, and never read to write a rule: only the figures are
+/// printed.
 #[test]
 fn notes_second_held_out_precision_and_recall() {
     assert_set_holds(
-        "notes-heldout7",
+        "notes-heldout8",
         false,
         SECOND_HELD_OUT_PRECISION_FLOOR,
         SECOND_HELD_OUT_RECALL_FLOOR,
     );
 }
 
-/// Just under what the set measured when it was added, before the ninth
-/// round: precision 0.843, recall 0.794 (cancer type 0.978 / 0.948,
-/// metastatic 0.907 / 0.812, stage group 0.849 / 0.802, surgery 0.896 /
-/// 0.779, prior lines 0.531 / 0.541). After the ninth round: 0.853 / 0.810
-/// (stage group 0.895 / 0.846, metastatic 0.912 / 0.865).
-const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.79;
-const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.84;
+/// Just under what the set measured when it was added, before the tenth
+/// round: precision 0.897, recall 0.861 (cancer type 1.000 / 1.000,
+/// metastatic 0.989 / 0.979, stage group 0.966 / 0.945, surgery 0.918 /
+/// 0.870, prior lines 0.547 / 0.537).
+const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.86;
+const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.89;
 
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
@@ -485,7 +506,8 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
         .chain(notes("notes-dev5"))
         .chain(notes("notes-dev6"))
         .chain(notes("notes-heldout5"))
-        .chain(notes("notes-heldout7"))
+        .chain(notes("notes-dev7"))
+        .chain(notes("notes-heldout8"))
     {
         let ends: Vec<usize> = note
             .text
