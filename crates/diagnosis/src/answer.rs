@@ -199,6 +199,19 @@ impl Reader {
         if declines && source == "heading" && leading.as_ref().is_some_and(|lead| lead.id.is_none()) {
             (leading, source) = (None, "none");
         }
+        // A heading or label whose words name no diagnosis the ontology
+        // knows (`IMPRESSION: Expansile lytic lesion …`) describes findings;
+        // a leading cue that names a known diagnosis (`… most consistent
+        // with a giant cell tumour`) names the leader instead.
+        if matches!(source, "heading" | "label")
+            && !declines
+            && leading.as_ref().is_some_and(|lead| lead.id.is_none())
+        {
+            let (cued, cue_source) = self.by_sentence(&layout, &offered, declines);
+            if cued.as_ref().is_some_and(|lead| lead.id.is_some()) {
+                (leading, source) = (cued, cue_source);
+            }
+        }
         if leading.is_none() {
             (leading, source) = self.by_sentence(&layout, &offered, declines);
             // A cue's phrase the ontology does not know (`Most likely
@@ -938,6 +951,7 @@ pub(crate) mod tests {
             "LEMS was my first thought. LEMS would need reduced reflexes, which are normal here, so I'm dropping it.\nFinal answer: myasthenia gravis.",
             "Botulism first. But the pupils are normal, so I'm moving away from botulism.\nFinal answer: myasthenia gravis.",
             "Botulism crossed my mind; I'm setting botulism aside.\nFinal answer: myasthenia gravis.",
+            "Initial answer: botulism.\nI withdraw botulism as the leading diagnosis.\nRevised answer: myasthenia gravis.",
         ] {
             let reading = reader().read(answer);
             assert_eq!(ids(&reading.ruled_out).len(), 1, "{answer}");
@@ -955,6 +969,32 @@ pub(crate) mod tests {
             let reading = reader().read(answer);
             assert_eq!(ids(&reading.ruled_out), Vec::<String>::new(), "{answer}");
         }
+    }
+
+    #[test]
+    fn a_heading_that_describes_findings_yields_to_a_cue_naming_a_diagnosis() {
+        let (id, _, source) = leading(
+            "IMPRESSION:\nFatigable ptosis and diplopia worse in the evening, with normal pupils. \
+             In this patient this is most consistent with myasthenia gravis.\nDifferential: botulism.",
+        );
+        assert_eq!((id.as_deref(), source), (Some("myasthenia_gravis"), "sentence"));
+        // A label that names a known diagnosis keeps it.
+        let (id, _, _) = leading(
+            "Assessment: myasthenia gravis.\nThe referral letter said this was most consistent with botulism.",
+        );
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+    }
+
+    #[test]
+    fn a_salutation_is_no_diagnosis() {
+        let reading = reader().read(
+            "Hi Ms. Moreno,\n\nThank you for the photos. I'd like to see her in person today.\n\nDr. Haddad",
+        );
+        assert_eq!(reading.leading, None);
+        assert_all_lead(
+            &["Dear Dr. Lee,\nMyasthenia gravis is the most likely diagnosis."],
+            "myasthenia_gravis",
+        );
     }
 
     #[test]
