@@ -774,7 +774,12 @@ pub(crate) mod tests {
     use crate::ontology::tests::ontology;
 
     pub(crate) fn reader() -> Reader {
-        match Reader::new(ontology(), ANSWER_YAML, "answer.yaml") {
+        reader_with(ontology())
+    }
+
+    /// A reader of the test cues over `ontology`.
+    pub(crate) fn reader_with(ontology: Ontology) -> Reader {
+        match Reader::new(ontology, ANSWER_YAML, "answer.yaml") {
             Ok(reader) => reader,
             Err(error) => panic!("{error}"),
         }

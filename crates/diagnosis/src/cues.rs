@@ -210,10 +210,7 @@ pub(crate) struct Cues {
 impl Cues {
     /// Parses and checks the answer file; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        let raw: RawCues = serde_norway::from_str(text).map_err(|error| {
-            let line = error.location().map_or(0, |location| location.line());
-            Error::Invalid(format!("{origin}:{line}: {error}"))
-        })?;
+        let raw: RawCues = crate::ontology::parse_yaml(text, origin)?;
         if raw.version != 1 {
             return Err(Error::Invalid(format!(
                 "{origin}:1: unsupported version {}",

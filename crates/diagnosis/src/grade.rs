@@ -419,8 +419,7 @@ mod tests {
                 )
             })
             .unwrap_or_else(|error| panic!("{error}"));
-        let reader = Reader::new(ontology, crate::cues::tests::ANSWER_YAML, "answer.yaml")
-            .unwrap_or_else(|error| panic!("{error}"));
+        let reader = crate::answer::tests::reader_with(ontology);
         let graded = |answer: &str, reference: &str| grade(&reader, &reader.read(answer), reference).0;
         // Aspiration pneumonia complicating myasthenia gravis (either way).
         assert_eq!(
@@ -464,8 +463,7 @@ mod tests {
             "pack",
         )
         .unwrap_or_else(|error| panic!("{error}"));
-        let reader = Reader::new(ontology, crate::cues::tests::ANSWER_YAML, "answer.yaml")
-            .unwrap_or_else(|error| panic!("{error}"));
+        let reader = crate::answer::tests::reader_with(ontology);
         let graded = |answer: &str, reference: &str| grade(&reader, &reader.read(answer), reference).0;
         // One letter off or two swapped, in a long word that is no other
         // diagnosis's word.

@@ -256,12 +256,7 @@ fn translate(
 ) -> Result<()> {
     let raw: RawTranslations = parse_yaml(text, origin)?;
     let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
-    if raw.version != 1 {
-        return Err(invalid(
-            line_of(text, "version", 1),
-            format!("unsupported version {}", raw.version),
-        ));
-    }
+    check_version(raw.version, text, origin)?;
     for entry in raw.diagnoses {
         let line = line_of_id(text, &entry.id);
         let Some(&index) = by_id.get(&entry.id) else {
@@ -299,6 +294,17 @@ pub(crate) fn parse_yaml<T: for<'de> Deserialize<'de>>(text: &str, origin: &str)
     })
 }
 
+/// Refuses a pack file whose `version` is not 1, naming the line it is on.
+pub(crate) fn check_version(version: u32, text: &str, origin: &str) -> Result<()> {
+    if version == 1 {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "{origin}:{}: unsupported version {version}",
+        line_of(text, "version", 1)
+    )))
+}
+
 impl Ontology {
     /// Parses `ontology.yaml` and `tests.yaml`; `origin` names them in errors
     /// (`origin/ontology.yaml:LINE: ...`).
@@ -320,20 +326,8 @@ impl Ontology {
         let invalid = |origin: &str, line: usize, message: String| {
             Error::Invalid(format!("{origin}:{line}: {message}"))
         };
-        if raw.version != 1 {
-            return Err(invalid(
-                &ontology_origin,
-                line_of(ontology_yaml, "version", 1),
-                format!("unsupported version {}", raw.version),
-            ));
-        }
-        if raw_tests.version != 1 {
-            return Err(invalid(
-                &tests_origin,
-                line_of(tests_yaml, "version", 1),
-                format!("unsupported version {}", raw_tests.version),
-            ));
-        }
+        check_version(raw.version, ontology_yaml, &ontology_origin)?;
+        check_version(raw_tests.version, tests_yaml, &tests_origin)?;
         let mut by_id = HashMap::new();
         for (index, diagnosis) in raw.diagnoses.iter().enumerate() {
             let line = line_of_id(ontology_yaml, &diagnosis.id);
@@ -514,12 +508,7 @@ impl Ontology {
         }
         let raw: RawLinks = parse_yaml(text, origin)?;
         let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
-        if raw.version != 1 {
-            return Err(invalid(
-                line_of(text, "version", 1),
-                format!("unsupported version {}", raw.version),
-            ));
-        }
+        check_version(raw.version, text, origin)?;
         for entry in raw.links {
             let line = line_of_id(text, &entry.id);
             let Some(&from) = self.by_id.get(&entry.id) else {
@@ -575,12 +564,7 @@ impl Ontology {
         }
         let raw: RawFeatures = parse_yaml(text, origin)?;
         let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
-        if raw.version != 1 {
-            return Err(invalid(
-                line_of(text, "version", 1),
-                format!("unsupported version {}", raw.version),
-            ));
-        }
+        check_version(raw.version, text, origin)?;
         // A key's line: the first line that opens with it.
         let line_of_key = |id: &str| {
             text.lines()

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::ontology::{line_of, parse_yaml};
+use crate::ontology::{check_version, line_of, parse_yaml};
 
 /// The file of a pack's reference ranges.
 pub const FILE: &str = "ranges.yaml";
@@ -67,12 +67,7 @@ impl Ranges {
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
         let raw: RawRanges = parse_yaml(text, origin)?;
         let invalid = |line: usize, message: String| Error::Invalid(format!("{origin}:{line}: {message}"));
-        if raw.version != 1 {
-            return Err(invalid(
-                line_of(text, "version", 1),
-                format!("unsupported version {}", raw.version),
-            ));
-        }
+        check_version(raw.version, text, origin)?;
         let mut ids = BTreeSet::new();
         let mut labels = BTreeSet::new();
         let mut entries = Vec::new();
