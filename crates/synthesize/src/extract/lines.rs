@@ -91,6 +91,8 @@ struct Line {
     curative: bool,
     /// Written as completed (`finished`, `completed`).
     completed: bool,
+    /// Written as still given (an ongoing word or a cycle label close by).
+    given_now: bool,
 }
 
 impl Line {
@@ -246,6 +248,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                             outcome: None,
                             curative: false,
                             completed: false,
+                            given_now: false,
                         });
                         lines.len() - 1
                     }
@@ -276,6 +279,7 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
                 .or_else(|| (from..to).find(|&index| cycle_label(tokens.lower(index))))
             {
                 lines[id].take(Outcome::Ongoing, index, clause_index);
+                lines[id].given_now = true;
             }
             ids.push(id);
             current = Some(id);
@@ -319,6 +323,12 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
     let count = lines.len();
     for (position, line) in lines.iter().enumerate() {
         let outcome = match line.outcome {
+            // The line still given (the last one, written as current) with an
+            // interim response or stable disease is ongoing: a line's outcome
+            // is its response only once it has ended.
+            Some((Outcome::Response, _, _)) if line.given_now && !line.completed && position + 1 == count => {
+                Some((Outcome::Ongoing, None))
+            }
             Some((value, cue, clause)) => Some((value, Some(cue).filter(|_| clause == line.clause))),
             None if line.curative || line.completed => Some((Outcome::Response, None)),
             None if position + 1 == count => Some((Outcome::Ongoing, None)),
@@ -1117,7 +1127,7 @@ mod tests {
             pairs(&[("FLOT", "response"), ("nivolumab", "ongoing")])
         );
         assert_eq!(
-            outcomes("Keytruda since March with no progression on imaging"),
+            outcomes("Keytruda from March with no progression on imaging"),
             pairs(&[("Keytruda", "response")])
         );
     }
@@ -1152,7 +1162,7 @@ mod tests {
         );
         // A word that stays in its clause travels when a scan reports it.
         assert_eq!(
-            outcomes("Pembrolizumab since 10/2024; CT 01/2025: lung nodules smaller, mass unchanged."),
+            outcomes("Pembrolizumab from 10/2024; CT 01/2025: lung nodules smaller, mass unchanged."),
             pairs(&[("Pembrolizumab", "response")])
         );
         assert_eq!(
@@ -1173,8 +1183,8 @@ mod tests {
     #[test]
     fn stable_lesions_on_a_dated_scan_are_a_response() {
         assert_eq!(
-            outcomes("On tebentafusp since 09/2025.\nMRI liver 01/2026: liver lesions stable in size."),
-            pairs(&[("tebentafusp", "response")])
+            outcomes("Tebentafusp from 09/2025.\nMRI liver 01/2026: liver lesions stable in size."),
+            pairs(&[("Tebentafusp", "response")])
         );
         assert_eq!(
             outcomes("On tebentafusp since 09/2025, clinically stable."),
@@ -1187,7 +1197,7 @@ mod tests {
     #[test]
     fn stable_disease_on_a_scan_is_a_response() {
         assert_eq!(
-            outcomes("Olaparib since 2023; restaging MRI 04/2024: stable disease."),
+            outcomes("Olaparib from 2023; restaging MRI 04/2024: stable disease."),
             pairs(&[("Olaparib", "response")])
         );
         assert_eq!(
@@ -1513,7 +1523,7 @@ mod tests {
             pairs(&[("Cabozantinib", "progression")])
         );
         assert_eq!(
-            outcomes("Cabozantinib since 2024; CT 05/2025: no new hepatic lesions."),
+            outcomes("Cabozantinib from 2024; CT 05/2025: no new hepatic lesions."),
             pairs(&[("Cabozantinib", "response")])
         );
     }
@@ -1529,7 +1539,7 @@ mod tests {
             pairs(&[("pembrolizumab", "ongoing")])
         );
         assert_eq!(
-            outcomes("Olaparib since 2024. MRI 03/2025: no progression."),
+            outcomes("Olaparib from 2024. MRI 03/2025: no progression."),
             pairs(&[("Olaparib", "response")])
         );
     }
@@ -1633,11 +1643,11 @@ mod tests {
     #[test]
     fn a_marker_or_size_falling_or_rising_is_an_outcome() {
         assert_eq!(
-            outcomes("olaparib 300 mg bid since 09/2024 (PSA 48 -> 3.1)"),
+            outcomes("olaparib 300 mg bid from 09/2024 (PSA 48 -> 3.1)"),
             pairs(&[("olaparib", "response")])
         );
         assert_eq!(
-            outcomes("belzutifan daily since 03/2025 - largest lesion 3.1 -> 2.6 cm"),
+            outcomes("belzutifan daily from 03/2025 - largest lesion 3.1 -> 2.6 cm"),
             pairs(&[("belzutifan", "response")])
         );
         assert_eq!(
@@ -1649,12 +1659,43 @@ mod tests {
             pairs(&[("CAPOX", "response")])
         );
         assert_eq!(
-            outcomes("3L 177Lu-PSMA-617 C3/6, PSA ↓ 55%."),
+            outcomes("3L 177Lu-PSMA-617 x6, PSA ↓ 55%."),
             pairs(&[("177Lu-PSMA", "response")])
         );
         assert_eq!(
-            outcomes("FOLFOX since 03/2026, CEA 5.0 -> 4.7"),
+            outcomes("FOLFOX from 03/2026, CEA 5.0 -> 4.7"),
             pairs(&[("FOLFOX", "ongoing")])
+        );
+    }
+
+    /// The line still given (written as current: `since`, `continues`, a
+    /// cycle label) takes no interim response or stable disease as its
+    /// outcome: it is ongoing until it ends. An earlier line, a line
+    /// written without a current word, or one written as completed keeps
+    /// its response; a progression always wins.
+    #[test]
+    fn an_interim_response_on_the_line_still_given_is_ongoing() {
+        assert_eq!(
+            outcomes("Osimertinib since 06/2024; CT 01/2025: partial response."),
+            pairs(&[("Osimertinib", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("Pembrolizumab C6 today. Restaging CT: stable disease."),
+            pairs(&[("Pembrolizumab", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("Osimertinib 06/2024; CT 01/2025: partial response."),
+            pairs(&[("Osimertinib", "response")])
+        );
+        assert_eq!(
+            outcomes(
+                "FOLFOX x12 completed 2023, CT: complete response. Capecitabine maintenance since 2024, CT stable."
+            ),
+            pairs(&[("FOLFOX", "response"), ("Capecitabine", "ongoing")])
+        );
+        assert_eq!(
+            outcomes("Olaparib since 2023; MRI 04/2025: progression."),
+            pairs(&[("Olaparib", "progression")])
         );
     }
 
