@@ -149,7 +149,7 @@ impl Reader {
         };
         let layout = Layout::new(answer, &self.cues, self.ontology.lexicon());
         let found = self.ontology.find(&layout.tokens);
-        let dropped = self.dropped_by_pronoun(&layout, &found);
+        let mut dropped = self.dropped_by_pronoun(&layout, &found);
         let mut offered: Vec<Found> = found
             .iter()
             .copied()
@@ -210,6 +210,45 @@ impl Reader {
             let (cued, cue_source) = self.by_sentence(&layout, &offered, declines);
             if cued.as_ref().is_some_and(|lead| lead.id.is_some()) {
                 (leading, source) = (cued, cue_source);
+            }
+        }
+        // A revision written after the label or heading (`First impression:
+        // X. … I'm revising my answer to Y`) names the leader instead.
+        // The diagnosis revised away is let go: ruled out, not offered.
+        if matches!(source, "heading" | "label")
+            && let Some((lead_start, lead_end)) = leading.as_ref().map(|lead| (lead.start, lead.end))
+        {
+            let revised = layout
+                .hits
+                .iter()
+                .filter(|hit| {
+                    hit.kind == Kind::LeadingForward
+                        && self
+                            .cues
+                            .revisions
+                            .contains(&layout.folded.text[hit.start..hit.end])
+                        && layout.folded.original(hit.start) > lead_start
+                })
+                .rev()
+                .find_map(|hit| {
+                    let (_, end) = layout.sentence_of(hit.end);
+                    Self::entry_after(&layout, hit.end, end, &offered, 2)
+                });
+            if let Some(phrase) = revised {
+                let within = |f: &Found| {
+                    layout.folded.original(f.start) >= lead_start && layout.folded.original(f.end) <= lead_end
+                };
+                if let Some(old) = offered.iter().find(|f| within(f)).map(|f| f.entry)
+                    && phrase.found.is_some_and(|new| new.entry != old)
+                {
+                    dropped.extend(
+                        offered
+                            .iter()
+                            .filter(|f| f.entry == old && f.start < phrase.start),
+                    );
+                    offered.retain(|f| !(f.entry == old && f.start < phrase.start));
+                }
+                (leading, source) = (Some(self.lead(&layout, phrase)), "sentence");
             }
         }
         if leading.is_none() {
@@ -987,6 +1026,22 @@ pub(crate) mod tests {
         let (id, _, _) = leading(
             "Assessment: myasthenia gravis.\nThe referral letter said this was most consistent with botulism.",
         );
+        assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+    }
+
+    #[test]
+    fn a_revision_after_a_label_names_the_leader() {
+        let (id, _, source) = leading(
+            "First impression: botulism, given the descending weakness.\n\nOn reflection the pupils are normal \
+             and the weakness is fatigable. I'm revising my answer to myasthenia gravis.",
+        );
+        assert_eq!((id.as_deref(), source), (Some("myasthenia_gravis"), "sentence"));
+        let reading = reader()
+            .read("Initial impression: botulism.\nOn second thoughts, I'll revise to myasthenia gravis.");
+        assert_eq!(ids(&reading.ruled_out), ["botulism"]);
+        assert!(reading.differential.is_empty());
+        // A revision before the final label leaves the label's leader.
+        let (id, _, _) = leading("I'll revise to botulism.\nFinal answer: myasthenia gravis.");
         assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
     }
 

@@ -23,6 +23,14 @@
 //!   punctuation back:
 //!   `comma`, `period`, and `colon` after a sentence's first word
 //!   (`Impression colon X` reads `Impression: X`).
+//! - A JSON object (the answer opens with `{`, in a code fence or not) is
+//!   read by its fields: a field named by a cue (`"primary_diagnosis":`,
+//!   `_` and `-` read as spaces) reads as that label before its value, with
+//!   the value's quotes and brackets blanked; every other field
+//!   (`"supporting_evidence"`, `"confidence"`) is blanked, as are braces.
+//! - A CSV table (a header of plain names, two commas or more, then rows of
+//!   as many cells) is read by its first column named by a cue: the header
+//!   line reads as that label, and each row keeps only that column's cell.
 
 /// What the pack says about markup: the tags of a reasoning trace, a
 /// transcript's speakers, and which XML element names are cues.
@@ -50,7 +58,12 @@ pub(super) fn plain(answer: &str, marks: &Marks<'_>) -> Option<String> {
     changed |= strike(text, &mut out);
     changed |= boxed(text, &mut out);
     changed |= codes(text, &mut out);
-    changed |= quotations(text, &mut out);
+    // A JSON field or a CSV cell is quoted, and is no quotation of the case.
+    let structured = json_fields(text, &mut out, marks.is_cue) || csv_table(text, &mut out, marks.is_cue);
+    changed |= structured;
+    if !structured {
+        changed |= quotations(text, &mut out);
+    }
     changed |= dictation(text, &mut out);
     // Whole characters were replaced by ASCII bytes, so the bytes are
     // still UTF-8.
@@ -102,6 +115,176 @@ fn turns(answer: &str, out: &mut [u8], marks: &Marks<'_>) -> bool {
         }
         if in_question {
             blank(out, start..start + line.len());
+        }
+    }
+    true
+}
+
+/// A JSON object's fields as labels (see the module).
+fn json_fields(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> bool {
+    let body = answer.trim_start();
+    let body = match body.strip_prefix("```") {
+        Some(fenced) => fenced.split_once('\n').map_or("", |(_, rest)| rest).trim_start(),
+        None => body,
+    };
+    if !body.starts_with('{') {
+        return false;
+    }
+    let open = answer.len() - body.len();
+    let field_of = |line: &str| -> Option<(String, usize)> {
+        let trimmed = line.trim();
+        let (key, rest) = trimmed.strip_prefix('"')?.split_once('"')?;
+        let value = rest.trim_start().strip_prefix(':')?;
+        Some((key.to_ascii_lowercase().replace(['_', '-'], " "), value.len()))
+    };
+    let named =
+        lines(&answer[open..]).any(|(_, line)| field_of(line).is_some_and(|(phrase, _)| is_cue(&phrase)));
+    if !named {
+        return false;
+    }
+    // Depth of a field's value being blanked (0: none).
+    let mut skipping = 0usize;
+    let mut changed = false;
+    for (at, line) in lines(answer) {
+        if at + line.len() <= open {
+            // The fence's opening line.
+            blank(out, at..at + line.len());
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let trimmed = line.trim();
+        let nesting = |text: &str| {
+            text.bytes().fold(0isize, |depth, byte| match byte {
+                b'[' | b'{' => depth + 1,
+                b']' | b'}' => depth - 1,
+                _ => depth,
+            })
+        };
+        if skipping > 0 {
+            skipping = (skipping as isize + nesting(trimmed)).max(0) as usize;
+            blank(out, at..at + line.len());
+            changed = true;
+            continue;
+        }
+        let field = trimmed
+            .strip_prefix('"')
+            .and_then(|rest| rest.split_once('"'))
+            .and_then(|(key, rest)| rest.trim_start().strip_prefix(':').map(|value| (key, value)));
+        let Some((key, value)) = field else {
+            // A line of braces, brackets and commas, or a fence, is blanked;
+            // an element of a cue's list keeps its words.
+            if trimmed.bytes().all(|byte| b"{}[],`".contains(&byte)) || trimmed.starts_with("```") {
+                blank(out, at..at + line.len());
+            } else {
+                blank_punctuation(out, at..at + line.len());
+            }
+            changed = true;
+            continue;
+        };
+        let phrase = key.to_ascii_lowercase().replace(['_', '-'], " ");
+        let start = at + indent;
+        let value_at = at + line.len() - value.len();
+        if is_cue(&phrase) {
+            blank(out, start..value_at);
+            out[start..start + phrase.len()].copy_from_slice(phrase.as_bytes());
+            out[start + phrase.len()] = b':';
+            blank_punctuation(out, value_at..at + line.len());
+        } else {
+            blank(out, at..at + line.len());
+            skipping = nesting(value).max(0) as usize;
+        }
+        changed = true;
+    }
+    changed
+}
+
+/// Blanks a JSON value's quotes, brackets, braces and a trailing comma.
+fn blank_punctuation(out: &mut [u8], range: std::ops::Range<usize>) {
+    let end = range.end;
+    for byte in &mut out[range.clone()] {
+        if b"\"[]{}".contains(byte) {
+            *byte = b' ';
+        }
+    }
+    if let Some(last) = (range.start..end)
+        .rev()
+        .find(|&index| out[index] != b' ' && out[index] != b'\r')
+        && out[last] == b','
+    {
+        out[last] = b' ';
+    }
+}
+
+/// The cells of one CSV line with the offset each starts at (a cell in
+/// double quotes may hold commas).
+fn csv_cells(line: &str) -> Vec<(usize, &str)> {
+    let mut cells = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (index, byte) in line.bytes().enumerate() {
+        match byte {
+            b'"' => quoted = !quoted,
+            b',' if !quoted => {
+                cells.push((start, &line[start..index]));
+                start = index + 1;
+            }
+            _ => {}
+        }
+    }
+    cells.push((start, &line[start..]));
+    cells
+}
+
+/// A CSV table's cue column as a label (see the module).
+fn csv_table(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> bool {
+    let mut rows = lines(answer).filter(|(_, line)| !line.trim().is_empty());
+    let Some((header_at, header)) = rows.next() else {
+        return false;
+    };
+    let names = csv_cells(header.trim_end());
+    let plain_name = |name: &str| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || b"_- ".contains(&byte))
+    };
+    if names.len() < 3 || !names.iter().all(|(_, name)| plain_name(name.trim())) {
+        return false;
+    }
+    let rows: Vec<(usize, &str)> = rows.collect();
+    if rows.is_empty()
+        || !rows
+            .iter()
+            .all(|(_, line)| csv_cells(line.trim_end()).len() == names.len())
+    {
+        return false;
+    }
+    let Some((column, phrase)) = names.iter().enumerate().find_map(|(column, (_, name))| {
+        let phrase = name.trim().to_ascii_lowercase().replace(['_', '-'], " ");
+        is_cue(&phrase).then_some((column, phrase))
+    }) else {
+        return false;
+    };
+    blank(out, header_at..header_at + header.len());
+    if phrase.len() < header.len() {
+        out[header_at..header_at + phrase.len()].copy_from_slice(phrase.as_bytes());
+        out[header_at + phrase.len()] = b':';
+    }
+    for (at, line) in rows {
+        for (index, (start, cell)) in csv_cells(line.trim_end()).into_iter().enumerate() {
+            let range = at + start..at + start + cell.len();
+            if index == column {
+                for byte in &mut out[range.clone()] {
+                    if *byte == b'"' {
+                        *byte = b' ';
+                    }
+                }
+            } else {
+                blank(out, range.clone());
+            }
+            // The comma that ends the cell.
+            if range.end < at + line.len() && out[range.end] == b',' {
+                out[range.end] = b' ';
+            }
         }
     }
     true
@@ -628,6 +811,44 @@ mod tests {
             ]
         );
         assert!(plain_is_none("A-fib with RVR.\nAB – blood group"));
+    }
+
+    /// A JSON answer reads by its cue-named fields; a CSV table by its
+    /// cue-named column.
+    #[test]
+    fn json_fields_and_csv_columns_named_by_cues_read_as_labels() {
+        let cues = ["most likely diagnosis", "differential", "primary dx", "diagnosis"];
+        let marks = Marks {
+            is_cue: &|name| cues.contains(&name),
+            ..NONE
+        };
+        let squeezed = |text: &str| -> Vec<String> {
+            let plain = plain(text, &marks).unwrap_or_default();
+            assert_eq!(plain.len(), text.len());
+            plain
+                .lines()
+                .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|line| !line.is_empty())
+                .collect()
+        };
+        let answer = "```json\n{\n  \"most_likely_diagnosis\": \"Primary sclerosing cholangitis\",\n  \"supporting_evidence\": [\"ulcerative colitis\",\n    \"pruritus\"],\n  \"differential\": [\"PBC\", \"IgG4 cholangitis\"],\n  \"confidence\": 0.8\n}\n```";
+        assert_eq!(
+            squeezed(answer),
+            [
+                "most likely diagnosis: Primary sclerosing cholangitis",
+                "differential: PBC , IgG4 cholangitis"
+            ]
+        );
+        let table = "case,primary_dx,secondary_dx,confidence\n13,\"Femoral neck fracture (subcapital, displaced)\",\"contusion\",0.62";
+        assert_eq!(
+            squeezed(table),
+            ["primary dx:", "Femoral neck fracture (subcapital, displaced)"]
+        );
+        // Not a table: prose with commas, a header with a sentence in it.
+        assert!(plain_is_none(
+            "Fever, rash, joint pain\nlikely parvovirus, less likely rubella, or lupus"
+        ));
+        assert!(plain_is_none("{ not json at all"));
     }
 
     fn plain_is_none(answer: &str) -> bool {
