@@ -241,12 +241,9 @@ impl Reader {
                 if let Some(old) = offered.iter().find(|f| within(f)).map(|f| f.entry)
                     && phrase.found.is_some_and(|new| new.entry != old)
                 {
-                    dropped.extend(
-                        offered
-                            .iter()
-                            .filter(|f| f.entry == old && f.start < phrase.start),
-                    );
-                    offered.retain(|f| !(f.entry == old && f.start < phrase.start));
+                    let revised_away = |f: &Found| f.entry == old && f.start < phrase.start;
+                    dropped.extend(offered.iter().filter(|f| revised_away(f)));
+                    offered.retain(|f| !revised_away(f));
                 }
                 (leading, source) = (Some(self.lead(&layout, phrase)), "sentence");
             }

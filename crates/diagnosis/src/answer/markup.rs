@@ -131,17 +131,18 @@ fn json_fields(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> b
         return false;
     }
     let open = answer.len() - body.len();
-    let field_of = |line: &str| -> Option<(String, usize)> {
-        let trimmed = line.trim();
-        let (key, rest) = trimmed.strip_prefix('"')?.split_once('"')?;
-        let value = rest.trim_start().strip_prefix(':')?;
-        Some((key.to_ascii_lowercase().replace(['_', '-'], " "), value.len()))
-    };
-    let named =
-        lines(&answer[open..]).any(|(_, line)| field_of(line).is_some_and(|(phrase, _)| is_cue(&phrase)));
+    let named = lines(&answer[open..])
+        .any(|(_, line)| json_field(line.trim()).is_some_and(|(key, _)| is_cue(&cue_phrase(key))));
     if !named {
         return false;
     }
+    let nesting = |text: &str| {
+        text.bytes().fold(0isize, |depth, byte| match byte {
+            b'[' | b'{' => depth + 1,
+            b']' | b'}' => depth - 1,
+            _ => depth,
+        })
+    };
     // Depth of a field's value being blanked (0: none).
     let mut skipping = 0usize;
     let mut changed = false;
@@ -153,24 +154,13 @@ fn json_fields(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> b
         }
         let indent = line.len() - line.trim_start().len();
         let trimmed = line.trim();
-        let nesting = |text: &str| {
-            text.bytes().fold(0isize, |depth, byte| match byte {
-                b'[' | b'{' => depth + 1,
-                b']' | b'}' => depth - 1,
-                _ => depth,
-            })
-        };
         if skipping > 0 {
             skipping = (skipping as isize + nesting(trimmed)).max(0) as usize;
             blank(out, at..at + line.len());
             changed = true;
             continue;
         }
-        let field = trimmed
-            .strip_prefix('"')
-            .and_then(|rest| rest.split_once('"'))
-            .and_then(|(key, rest)| rest.trim_start().strip_prefix(':').map(|value| (key, value)));
-        let Some((key, value)) = field else {
+        let Some((key, value)) = json_field(trimmed) else {
             // A line of braces, brackets and commas, or a fence, is blanked;
             // an element of a cue's list keeps its words.
             if trimmed.bytes().all(|byte| b"{}[],`".contains(&byte)) || trimmed.starts_with("```") {
@@ -181,7 +171,7 @@ fn json_fields(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> b
             changed = true;
             continue;
         };
-        let phrase = key.to_ascii_lowercase().replace(['_', '-'], " ");
+        let phrase = cue_phrase(key);
         let start = at + indent;
         let value_at = at + line.len() - value.len();
         if is_cue(&phrase) {
@@ -196,6 +186,19 @@ fn json_fields(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> b
         changed = true;
     }
     changed
+}
+
+/// A JSON field line's key and the value text after its colon
+/// (`"primary_diagnosis": "X",` gives `primary_diagnosis` and ` "X",`).
+fn json_field(line: &str) -> Option<(&str, &str)> {
+    let (key, rest) = line.strip_prefix('"')?.split_once('"')?;
+    Some((key, rest.trim_start().strip_prefix(':')?))
+}
+
+/// A name as a cue phrase: lower case, `_` and `-` read as spaces (an XML
+/// element's, a JSON key's, a CSV column's).
+fn cue_phrase(name: &str) -> String {
+    name.to_ascii_lowercase().replace(['_', '-'], " ")
 }
 
 /// Blanks a JSON value's quotes, brackets, braces and a trailing comma.
@@ -259,7 +262,7 @@ fn csv_table(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> boo
         return false;
     }
     let Some((column, phrase)) = names.iter().enumerate().find_map(|(column, (_, name))| {
-        let phrase = name.trim().to_ascii_lowercase().replace(['_', '-'], " ");
+        let phrase = cue_phrase(name.trim());
         is_cue(&phrase).then_some((column, phrase))
     }) else {
         return false;
@@ -392,7 +395,7 @@ fn elements(answer: &str, out: &mut [u8], is_cue: &dyn Fn(&str) -> bool) -> bool
             .filter(|(_, closing, other, _)| !closing && other == name)
             .count()
             > 1;
-        let phrase = name.replace(['_', '-'], " ");
+        let phrase = cue_phrase(name);
         if !closing && !repeated && phrase.len() < *length && is_cue(&phrase) {
             out[*at..*at + phrase.len()].copy_from_slice(phrase.as_bytes());
             out[*at + phrase.len()] = b':';
