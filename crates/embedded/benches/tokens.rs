@@ -89,8 +89,10 @@ fn run() -> Result<(), String> {
     let prompt_tokens = env_number("BENCH_PROMPT", 256);
     let gen_tokens = env_number("BENCH_GEN", 64);
     let reps = env_number("BENCH_REPS", 5).max(1);
+    // Every call processes its whole prompt, as llama-bench does (no reused prefix).
     let options = Options {
         threads: threads as i32,
+        prefix_cache_bytes: 0,
         ..Options::default()
     };
     let model = EmbeddedModel::load_default(options).map_err(|error| error.to_string())?;

@@ -15,6 +15,7 @@
 mod backend;
 mod error;
 pub mod grammar;
+mod prefix;
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::session::LlamaStateSeqFlags;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -66,6 +68,11 @@ pub struct Options {
     pub threads: i32,
     /// Tokens per prompt-processing batch.
     pub batch_tokens: u32,
+    /// Bytes of processed prompt prefixes kept for reuse by later prompts
+    /// that start with the same batches (0: none); see [`Generation::reused_prompt_tokens`].
+    /// Reuse never changes an output. SmolLM2-135M's state is about 23 KB a
+    /// token, so the default 256 MiB holds about 11,000 tokens of prefixes.
+    pub prefix_cache_bytes: usize,
 }
 
 impl Default for Options {
@@ -74,6 +81,7 @@ impl Default for Options {
         Self {
             threads,
             batch_tokens: 512,
+            prefix_cache_bytes: 256 << 20,
         }
     }
 }
@@ -112,6 +120,9 @@ pub struct Request {
 pub struct Generation {
     pub text: String,
     pub prompt_tokens: usize,
+    /// Prompt tokens not processed again: the longest prefix of whole batches
+    /// an earlier call had processed and kept (see [`Options::prefix_cache_bytes`]).
+    pub reused_prompt_tokens: usize,
     pub completion_tokens: usize,
     /// `stop` (end of generation) or `length` (hit `max_tokens`).
     pub finish_reason: &'static str,
@@ -127,6 +138,7 @@ pub struct EmbeddedModel {
     options: Options,
     /// llama.cpp contexts made from one model must be created one at a time.
     context_lock: Mutex<()>,
+    prefixes: Mutex<prefix::PrefixCache>,
 }
 
 impl std::fmt::Debug for EmbeddedModel {
@@ -180,6 +192,7 @@ impl EmbeddedModel {
             model,
             template,
             path: path.to_path_buf(),
+            prefixes: Mutex::new(prefix::PrefixCache::new(options.prefix_cache_bytes)),
             options,
             context_lock: Mutex::new(()),
         })
@@ -273,9 +286,14 @@ impl EmbeddedModel {
         };
 
         let started = Instant::now();
-        let batch_size = self.options.batch_tokens as usize;
-        let mut batch = LlamaBatch::new(batch_size.max(1), 1);
-        for (chunk_index, chunk) in tokens.chunks(batch_size.max(1)).enumerate() {
+        let batch_size = (self.options.batch_tokens as usize).max(1);
+        // Batches always start at multiples of the batch size, so a restored
+        // prefix leaves every later batch as a call without it decodes it
+        // (see `prefix`). The state is kept after the last whole batch that
+        // has tokens after it.
+        let (reused, keep_at) = self.restore_prefix(&mut context, &tokens, batch_size);
+        let mut batch = LlamaBatch::new(batch_size, 1);
+        for (chunk_index, chunk) in tokens.chunks(batch_size).enumerate().skip(reused / batch_size) {
             batch.clear();
             for (offset, token) in chunk.iter().enumerate() {
                 let position = chunk_index * batch_size + offset;
@@ -291,6 +309,10 @@ impl EmbeddedModel {
                 doing: "processing the prompt",
                 detail: error.to_string(),
             })?;
+            let end = (chunk_index + 1) * batch_size;
+            if Some(end) == keep_at {
+                self.keep_prefix(&context, &tokens[..end]);
+            }
         }
         let prompt_seconds = started.elapsed().as_secs_f64();
 
@@ -327,11 +349,63 @@ impl EmbeddedModel {
         Ok(Generation {
             text: String::from_utf8_lossy(&bytes).into_owned(),
             prompt_tokens: tokens.len(),
+            reused_prompt_tokens: reused,
             completion_tokens,
             finish_reason,
             prompt_seconds,
             generation_seconds: started.elapsed().as_secs_f64(),
         })
+    }
+
+    /// Restores the longest kept prefix of `tokens` into the fresh `context`;
+    /// returns its length and where this prompt's state is to be kept (none
+    /// when the cache is off, the prompt has no whole batch before its last
+    /// token, or that prefix is kept already).
+    fn restore_prefix(
+        &self,
+        context: &mut llama_cpp_2::context::LlamaContext<'_>,
+        tokens: &[llama_cpp_2::token::LlamaToken],
+        batch_size: usize,
+    ) -> (usize, Option<usize>) {
+        let (found, keep_at) = {
+            let mut prefixes = self
+                .prefixes
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if !prefixes.enabled() {
+                return (0, None);
+            }
+            let keep_at = (tokens.len() - 1) / batch_size * batch_size;
+            let keep_at = (keep_at > 0 && !prefixes.contains(&tokens[..keep_at])).then_some(keep_at);
+            (prefixes.longest(tokens), keep_at)
+        };
+        let Some((length, state)) = found else {
+            return (0, keep_at);
+        };
+        if let Err(error) = context.state_seq_set(&state, 0) {
+            // Processed from the start instead: slower, never different.
+            tracing::debug!(%error, "a kept prompt prefix could not be restored");
+            context.clear_kv_cache();
+            return (0, keep_at);
+        }
+        (length, keep_at.filter(|&at| at > length))
+    }
+
+    /// Keeps the state of `context` as that of the prefix `tokens`. A state
+    /// that cannot be read is not kept (the next call processes the prefix).
+    fn keep_prefix(
+        &self,
+        context: &llama_cpp_2::context::LlamaContext<'_>,
+        tokens: &[llama_cpp_2::token::LlamaToken],
+    ) {
+        match context.state_seq_get(0, LlamaStateSeqFlags::empty()) {
+            Ok(state) => self
+                .prefixes
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(tokens.to_vec(), state),
+            Err(error) => tracing::debug!(%error, "a prompt prefix's state could not be read; not kept"),
+        }
     }
 
     fn sampler(&self, request: &Request) -> Result<LlamaSampler> {

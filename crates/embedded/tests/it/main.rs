@@ -109,3 +109,122 @@ fn an_overlong_prompt_is_refused_before_running() {
         "{error}"
     );
 }
+
+/// A consultation as the dialogue mode sends it: every turn repeats the whole
+/// conversation so far, so later prompts start with earlier prompts' batches.
+fn consultation(opening: &str, turns: usize) -> Vec<Message> {
+    let system = "You are a doctor in a simulated consultation. You may ask the patient \
+        questions, one at a time, and you may request tests by writing REQUEST TEST: followed \
+        by the test's name; the results come back as the next message. When you are ready, \
+        write DIAGNOSIS READY: followed by the single most likely diagnosis. Be brief: one or \
+        two sentences per turn. Ask about the onset, duration and character of each symptom, \
+        what makes it better or worse, associated symptoms, past medical history, medicines, \
+        allergies, family history, travel, occupation, smoking, alcohol and recreational drugs. \
+        Do not name a diagnosis before you have enough information, and do not request more \
+        tests than you need. The patient does not know medical terms and answers in plain words.";
+    let exchanges = [
+        (
+            "How long have you had the pain, and where exactly is it?",
+            "It started about three days ago, around my belly button, and since yesterday it has \
+             moved down to the lower right side. It is sharp and it gets worse when I walk or cough.",
+        ),
+        (
+            "Have you had a fever, nausea or vomiting, and have you been able to eat?",
+            "I felt hot and shivery last night and I threw up twice this morning. I have not \
+             wanted to eat anything since the day before yesterday, not even my usual breakfast.",
+        ),
+        (
+            "Any change in your bowels or in passing urine, and any chance you could be pregnant?",
+            "My bowels have not opened since the pain started. Passing water is normal, no \
+             burning. I had my period two weeks ago and a pregnancy test at home was negative.",
+        ),
+        (
+            "Have you had anything like this before, any operations, and do you take any medicines?",
+            "Nothing like this before. I had my tonsils out as a child. I only take the \
+             contraceptive pill and sometimes paracetamol, which has not helped this time at all.",
+        ),
+        (
+            "REQUEST TEST: full blood count",
+            "White cell count 15.8 x10^9/L with neutrophils 12.9, haemoglobin 134 g/L, platelets \
+             310 x10^9/L. C-reactive protein 96 mg/L. Urinalysis: no blood, no leucocytes, no nitrites.",
+        ),
+        (
+            "REQUEST TEST: ultrasound of the abdomen",
+            "A non-compressible blind-ending tubular structure of 9 mm in the right iliac fossa \
+             with surrounding fat stranding and a small amount of free fluid; both ovaries are normal.",
+        ),
+    ];
+    let mut messages = vec![Message::new("system", system), Message::new("user", opening)];
+    for (question, answer) in exchanges.iter().take(turns) {
+        messages.push(Message::new("assistant", *question));
+        messages.push(Message::new("user", *answer));
+    }
+    messages
+}
+
+#[test]
+fn a_reused_prompt_prefix_changes_no_output() {
+    // Small batches give these prompts several boundaries; the rule is the same at any size.
+    const BATCH: usize = 128;
+    let load = |prefix_cache_bytes| {
+        EmbeddedModel::load_default(Options {
+            batch_tokens: BATCH as u32,
+            prefix_cache_bytes,
+            ..Options::default()
+        })
+        .expect("load")
+    };
+    let (cached, uncached) = (load(256 << 20), load(0));
+    let opening = "Doctor, I have a terrible pain in my stomach and I feel sick. I am 24 and I work \
+        as a primary school teacher; I have never been in hospital before.";
+    // The same woman with one fact changed early: her prompts share only the system batch.
+    let variant = "Doctor, I have a terrible pain in my stomach and I feel sick. I am 61 and I \
+        retired last year; I had a heart attack five years ago.";
+    let mut prompts: Vec<Vec<Message>> = (0..=6).map(|turns| consultation(opening, turns)).collect();
+    prompts.extend((4..=6).map(|turns| consultation(variant, turns)));
+    let mut reused = Vec::new();
+    for messages in &prompts {
+        let request = |model: &EmbeddedModel| {
+            model
+                .generate(&Request {
+                    messages: messages.clone(),
+                    max_tokens: 24,
+                    temperature: 0.0,
+                    seed: 0,
+                    grammar: None,
+                })
+                .expect("generate")
+        };
+        let (with, without) = (request(&cached), request(&uncached));
+        assert_eq!(without.reused_prompt_tokens, 0);
+        assert_eq!(
+            (
+                &with.text,
+                with.completion_tokens,
+                with.finish_reason,
+                with.prompt_tokens
+            ),
+            (
+                &without.text,
+                without.completion_tokens,
+                without.finish_reason,
+                without.prompt_tokens
+            ),
+            "a {}-token prompt after reusing {} of its tokens",
+            with.prompt_tokens,
+            with.reused_prompt_tokens
+        );
+        assert!(with.reused_prompt_tokens < with.prompt_tokens);
+        assert_eq!(with.reused_prompt_tokens % BATCH, 0, "whole batches only");
+        reused.push((with.prompt_tokens, with.reused_prompt_tokens));
+    }
+    // Each turn reuses every whole batch that the turn before it kept.
+    for turn in 1..=6 {
+        let kept_before = (reused[turn - 1].0 - 1) / BATCH * BATCH;
+        assert!(reused[turn].1 >= kept_before, "turn {turn}: {reused:?}");
+    }
+    assert!(reused[6].1 >= 3 * BATCH, "{reused:?}");
+    // The variant shares the system prompt's batch, not the batches after its changed opening.
+    assert!(reused[7].1 > 0 && reused[7].1 < reused[4].1, "{reused:?}");
+    assert!(reused[8].1 > reused[7].1, "{reused:?}");
+}
