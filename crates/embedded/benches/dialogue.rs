@@ -8,7 +8,10 @@
 //! same conversations word for word (the bench fails otherwise).
 //!
 //! `cargo bench -p cfeval-embedded --bench dialogue` (the model comes from
-//! `scripts/install.sh`, or `CFEVAL_MODEL_PATH`); `BENCH_THREADS` (default 2).
+//! `scripts/install.sh`, or `CFEVAL_MODEL_PATH`); `BENCH_THREADS` (default 2),
+//! `BENCH_BATCH` (prompt batch tokens, default [`Options`]'s), `BENCH_ONLY`
+//! (`reused` or `not-reused`: that pass alone, to measure its memory), `BENCH_PREFIX_MIB`
+//! (the reused pass's [`Options::prefix_cache_bytes`] in MiB, default [`Options`]'s).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -108,26 +111,39 @@ fn run() -> Result<(), String> {
     let turns = env_number("BENCH_TURNS", 6);
     let dialogues = env_number("BENCH_DIALOGUES", 3);
     let max_tokens = env_number("BENCH_GEN", 48) as u32;
+    let batch_tokens = env_number("BENCH_BATCH", Options::default().batch_tokens as usize) as u32;
     let load = |prefix_cache_bytes| {
         EmbeddedModel::load_default(Options {
             threads,
+            batch_tokens,
             prefix_cache_bytes,
-            ..Options::default()
         })
         .map_err(|error| error.to_string())
     };
+    // `BENCH_ONLY=reused` or `not-reused` runs one pass (for its memory, under `time -v`).
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let capacity = env_number("BENCH_PREFIX_MIB", Options::default().prefix_cache_bytes >> 20) << 20;
+    match only.as_str() {
+        "" => {}
+        "reused" | "not-reused" => {
+            let bytes = if only == "reused" { capacity } else { 0 };
+            let pass = converse(&load(bytes)?, dialogues, turns, max_tokens)?;
+            println!(
+                "{only}: {} calls, {} prompt tokens, {} reused, {:.1} s",
+                pass.calls, pass.prompt_tokens, pass.reused_tokens, pass.seconds
+            );
+            return Ok(());
+        }
+        other => return Err(format!("BENCH_ONLY is `{other}`: `reused` or `not-reused`")),
+    }
     let without = converse(&load(0)?, dialogues, turns, max_tokens)?;
-    let with = converse(
-        &load(Options::default().prefix_cache_bytes)?,
-        dialogues,
-        turns,
-        max_tokens,
-    )?;
+    let with = converse(&load(capacity)?, dialogues, turns, max_tokens)?;
     if with.transcripts != without.transcripts {
         return Err("the conversations differ with and without prefix reuse".into());
     }
     println!(
-        "{dialogues} dialogues x {turns} turns x 2 agents = {} calls, up to {max_tokens} tokens each, {threads} threads",
+        "{dialogues} dialogues x {turns} turns x 2 agents = {} calls, up to {max_tokens} tokens each, \
+         {threads} threads, prompt batches of {batch_tokens} tokens",
         with.calls
     );
     println!("| prefixes | prompt tokens | reused | seconds |");

@@ -1,6 +1,7 @@
 //! Tokens per second of the embedded model through [`EmbeddedModel::generate`], the path
-//! every embedded subject and judge call takes: a fresh context per call, the prompt
-//! processed in one batch, then greedy generation one token at a time (sampling included).
+//! every embedded subject and judge call takes: a fresh context per call (no reused
+//! prefix), the prompt processed in batches of `BENCH_BATCH` tokens (default: cfeval's,
+//! 128), then greedy generation one token at a time (sampling included).
 //!
 //! Prompt: a chat-templated prompt of exactly `BENCH_PROMPT` tokens (default 256),
 //! timed from the first prompt batch to the last logits. Generation: `BENCH_GEN` tokens
@@ -89,11 +90,12 @@ fn run() -> Result<(), String> {
     let prompt_tokens = env_number("BENCH_PROMPT", 256);
     let gen_tokens = env_number("BENCH_GEN", 64);
     let reps = env_number("BENCH_REPS", 5).max(1);
+    let batch_tokens = env_number("BENCH_BATCH", Options::default().batch_tokens as usize) as u32;
     // Every call processes its whole prompt, as llama-bench does (no reused prefix).
     let options = Options {
         threads: threads as i32,
+        batch_tokens,
         prefix_cache_bytes: 0,
-        ..Options::default()
     };
     let model = EmbeddedModel::load_default(options).map_err(|error| error.to_string())?;
     let messages = prompt_of(&model, prompt_tokens)?;

@@ -37,31 +37,34 @@ impl std::fmt::Debug for EmbeddedBackend {
 }
 
 impl EmbeddedBackend {
-    /// Loads the model at `path` (default: [`crate::default_model_path`])
-    /// under the subject name `embedded/<name>`.
+    /// The model at `path` (default: [`crate::default_model_path`]) under
+    /// the subject name `embedded/<name>`, loaded once per process for every
+    /// backend that names the same file and options
+    /// ([`EmbeddedModel::shared`]).
     pub fn load(name: &str, path: Option<PathBuf>, options: Options) -> Result<Self> {
         let path = path.unwrap_or_else(crate::default_model_path);
-        let model = EmbeddedModel::load(&path, options).map_err(|source| Error::Blocking {
+        let model = EmbeddedModel::shared(&path, options).map_err(|source| Error::Blocking {
             backend: format!("embedded/{name}"),
             message: source.to_string(),
         })?;
-        Ok(Self::from_model(name, Arc::new(model)))
+        Ok(Self::from_model(name, model))
     }
 
     /// Wraps an already loaded model (several subjects or judges can share one).
     pub fn from_model(name: &str, model: Arc<EmbeddedModel>) -> Self {
-        let identity = Self::identity_of(name, model.path());
+        let identity = Self::identity_of(name, model.path(), model.options().batch_tokens);
         Self { model, identity }
     }
 
     /// The identity (cache key part) of `embedded/<name>` served from the
-    /// model file at `path`, without loading it (a dry run's cache check).
-    pub fn identity_of(name: &str, path: &std::path::Path) -> BackendIdentity {
+    /// model file at `path` with prompt batches of `batch_tokens` (outputs
+    /// depend on both), without loading it (a dry run's cache check).
+    pub fn identity_of(name: &str, path: &std::path::Path, batch_tokens: u32) -> BackendIdentity {
         BackendIdentity {
             backend: "embedded-gguf".into(),
             subject: format!("embedded/{name}"),
             model: name.to_string(),
-            base_url: format!("file://{}", path.display()),
+            base_url: format!("file://{}?batch={batch_tokens}", path.display()),
         }
     }
 
@@ -141,7 +144,7 @@ impl BlockingChatBackend for EmbeddedBackend {
             usage: Usage {
                 input_tokens: generation.prompt_tokens as u64,
                 output_tokens: generation.completion_tokens as u64,
-                cached_input_tokens: 0,
+                cached_input_tokens: generation.reused_prompt_tokens as u64,
             },
             finish_reason: Some(generation.finish_reason.to_string()),
             model: Some(self.identity.model.clone()),

@@ -19,7 +19,7 @@ mod prefix;
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -62,16 +62,22 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// How the model runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// CPU threads for prompt processing and generation (default: all cores).
     pub threads: i32,
-    /// Tokens per prompt-processing batch.
+    /// Tokens per prompt-processing batch. Outputs depend on it (llama.cpp's
+    /// sums run in another order), so it is part of the backend's identity
+    /// and cache key. The default, 128, processes SmolLM2-135M's prompts as
+    /// fast as 512 does on 2 cores and lets a reused prefix end closer to
+    /// where two prompts part (`benches/dialogue.rs`).
     pub batch_tokens: u32,
     /// Bytes of processed prompt prefixes kept for reuse by later prompts
     /// that start with the same batches (0: none); see [`Generation::reused_prompt_tokens`].
     /// Reuse never changes an output. SmolLM2-135M's state is about 23 KB a
-    /// token, so the default 256 MiB holds about 11,000 tokens of prefixes.
+    /// token, so the default 128 MiB holds about 5,800 tokens of prefixes:
+    /// a dialogue's doctor and patient views with room to spare
+    /// (`benches/dialogue.rs` reuses as much with 96 MiB as with 256).
     pub prefix_cache_bytes: usize,
 }
 
@@ -80,8 +86,8 @@ impl Default for Options {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as i32);
         Self {
             threads,
-            batch_tokens: 512,
-            prefix_cache_bytes: 256 << 20,
+            batch_tokens: 128,
+            prefix_cache_bytes: 128 << 20,
         }
     }
 }
@@ -169,6 +175,31 @@ impl EmbeddedModel {
         Self::load(&default_model_path(), options)
     }
 
+    /// The model at `path` run with `options`, loaded once per process and
+    /// shared while any holder keeps it: the subjects, patient agents and
+    /// judges of a run that name the same model share its weights and its
+    /// kept prompt prefixes (the same tokens give the same state whoever
+    /// sends them).
+    pub fn shared(path: &Path, options: Options) -> Result<Arc<Self>> {
+        type Loaded = Vec<(PathBuf, Options, Weak<EmbeddedModel>)>;
+        static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
+        let mut loaded = LOADED
+            .get_or_init(|| Mutex::new(Vec::new()))
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        loaded.retain(|(_, _, model)| model.strong_count() > 0);
+        let found = loaded
+            .iter()
+            .find(|(loaded_path, loaded_options, _)| loaded_path == path && *loaded_options == options)
+            .and_then(|(_, _, model)| model.upgrade());
+        if let Some(model) = found {
+            return Ok(model);
+        }
+        let model = Arc::new(Self::load(path, options.clone())?);
+        loaded.push((path.to_path_buf(), options, Arc::downgrade(&model)));
+        Ok(model)
+    }
+
     /// Loads a GGUF model and its built-in chat template.
     pub fn load(path: &Path, options: Options) -> Result<Self> {
         if !path.is_file() {
@@ -201,6 +232,11 @@ impl EmbeddedModel {
     /// The model file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How the model runs.
+    pub fn options(&self) -> &Options {
+        &self.options
     }
 
     /// The context length the model was trained with.

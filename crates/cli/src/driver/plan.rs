@@ -83,6 +83,7 @@ fn identity(subject: &SubjectPlan) -> Option<BackendIdentity> {
         return Some(cfeval_embedded::EmbeddedBackend::identity_of(
             model,
             &cfeval_embedded::default_model_path(),
+            cfeval_embedded::Options::default().batch_tokens,
         ));
     }
     let mut spec = SubjectSpec::new(SubjectName::model_of(&subject.name));

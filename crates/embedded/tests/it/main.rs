@@ -164,17 +164,17 @@ fn consultation(opening: &str, turns: usize) -> Vec<Message> {
 
 #[test]
 fn a_reused_prompt_prefix_changes_no_output() {
-    // Small batches give these prompts several boundaries; the rule is the same at any size.
-    const BATCH: usize = 128;
     let load = |prefix_cache_bytes| {
         EmbeddedModel::load_default(Options {
-            batch_tokens: BATCH as u32,
             prefix_cache_bytes,
             ..Options::default()
         })
         .expect("load")
     };
-    let (cached, uncached) = (load(256 << 20), load(0));
+    let (cached, uncached) = (load(Options::default().prefix_cache_bytes), load(0));
+    // The default batch (128 tokens) gives these prompts several boundaries.
+    let batch = cached.options().batch_tokens as usize;
+    assert_eq!(batch, 128);
     let opening = "Doctor, I have a terrible pain in my stomach and I feel sick. I am 24 and I work \
         as a primary school teacher; I have never been in hospital before.";
     // The same woman with one fact changed early: her prompts share only the system batch.
@@ -215,16 +215,39 @@ fn a_reused_prompt_prefix_changes_no_output() {
             with.reused_prompt_tokens
         );
         assert!(with.reused_prompt_tokens < with.prompt_tokens);
-        assert_eq!(with.reused_prompt_tokens % BATCH, 0, "whole batches only");
+        assert_eq!(with.reused_prompt_tokens % batch, 0, "whole batches only");
         reused.push((with.prompt_tokens, with.reused_prompt_tokens));
     }
     // Each turn reuses every whole batch that the turn before it kept.
     for turn in 1..=6 {
-        let kept_before = (reused[turn - 1].0 - 1) / BATCH * BATCH;
+        let kept_before = (reused[turn - 1].0 - 1) / batch * batch;
         assert!(reused[turn].1 >= kept_before, "turn {turn}: {reused:?}");
     }
-    assert!(reused[6].1 >= 3 * BATCH, "{reused:?}");
+    assert!(reused[6].1 >= 3 * batch, "{reused:?}");
     // The variant shares the system prompt's batch, not the batches after its changed opening.
     assert!(reused[7].1 > 0 && reused[7].1 < reused[4].1, "{reused:?}");
     assert!(reused[8].1 > reused[7].1, "{reused:?}");
+}
+
+#[test]
+fn backends_of_one_model_file_share_one_loaded_model() {
+    use cfeval_embedded::EmbeddedBackend;
+    let doctor = EmbeddedBackend::load("smollm2-135m", None, Options::default()).expect("load");
+    let patient = EmbeddedBackend::load("smollm2-135m", None, Options::default()).expect("load");
+    assert!(std::sync::Arc::ptr_eq(doctor.model(), patient.model()));
+    // Other options are another model: outputs depend on the batch size.
+    let other = EmbeddedBackend::load(
+        "smollm2-135m",
+        None,
+        Options {
+            batch_tokens: 64,
+            ..Options::default()
+        },
+    )
+    .expect("load");
+    assert!(!std::sync::Arc::ptr_eq(doctor.model(), other.model()));
+    // Once no backend holds it, the next load loads it again.
+    let first = std::sync::Arc::downgrade(doctor.model());
+    drop((doctor, patient));
+    assert!(first.upgrade().is_none());
 }
