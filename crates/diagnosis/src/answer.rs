@@ -93,6 +93,19 @@ pub struct Reader {
     hash: String,
 }
 
+/// Lets the diagnosis `old` that a revision at `revision` revised away go:
+/// its mentions before the revision are ruled out (`dropped`), not offered;
+/// unless the answer names it again after the revision (`… keeping X as the
+/// main alternative`), which keeps it offered.
+fn let_go(offered: &mut Vec<Found>, dropped: &mut Vec<Found>, old: usize, revision: usize) {
+    if offered.iter().any(|f| f.entry == old && f.start > revision) {
+        return;
+    }
+    let revised_away = |f: &Found| f.entry == old && f.start < revision;
+    dropped.extend(offered.iter().filter(|f| revised_away(f)));
+    offered.retain(|f| !revised_away(f));
+}
+
 /// A candidate phrase: folded bounds and the ontology entry inside it.
 pub(super) struct Phrase {
     start: usize,
@@ -207,7 +220,7 @@ impl Reader {
             && !declines
             && leading.as_ref().is_some_and(|lead| lead.id.is_none())
         {
-            let (cued, cue_source) = self.by_sentence(&layout, &offered, declines);
+            let (cued, cue_source, _) = self.by_sentence(&layout, &offered, declines);
             if cued.as_ref().is_some_and(|lead| lead.id.is_some()) {
                 (leading, source) = (cued, cue_source);
             }
@@ -241,15 +254,20 @@ impl Reader {
                 if let Some(old) = offered.iter().find(|f| within(f)).map(|f| f.entry)
                     && phrase.found.is_some_and(|new| new.entry != old)
                 {
-                    let revised_away = |f: &Found| f.entry == old && f.start < phrase.start;
-                    dropped.extend(offered.iter().filter(|f| revised_away(f)));
-                    offered.retain(|f| !revised_away(f));
+                    let_go(&mut offered, &mut dropped, old, phrase.start);
                 }
                 (leading, source) = (Some(self.lead(&layout, phrase)), "sentence");
             }
         }
         if leading.is_none() {
-            (leading, source) = self.by_sentence(&layout, &offered, declines);
+            let revised_away;
+            (leading, source, revised_away) = self.by_sentence(&layout, &offered, declines);
+            // A change of mind (`My first thought is X. … I'm going to
+            // change my answer: Y`) lets the diagnosis it revised away go, as
+            // a revision after a label does.
+            if let Some((old, revision)) = revised_away {
+                let_go(&mut offered, &mut dropped, old, revision);
+            }
             // A cue's phrase the ontology does not know (`Most likely
             // post-chlamydial.`) qualifies the diagnosis the answer opens
             // with (`Reiter syndrome — …`); it does not replace it.
@@ -266,6 +284,10 @@ impl Reader {
                 (leading, source) = (Some(opening), "first_listed");
             }
         }
+        // `1. X … 3. Y … My answer is #3`: a pick names its numbered item.
+        if !declines && let Some(picked) = self.picked_item(&layout, &offered) {
+            (leading, source) = (Some(picked), "sentence");
+        }
         // A refusal commits only to what a leading cue still names; the
         // possibilities it lists are offered, none of them leads.
         if leading.is_none() && !declines {
@@ -274,13 +296,25 @@ impl Reader {
         // `X or Y; both fit`: two alternatives, no choice made. The first
         // stays the leader, marked as one of the two. A cue's phrase that
         // opens with `either` (`This is either X or Y`) is such a pair too.
+        // The opener starts the lead's phrase (`This is either X or Y`) or
+        // its sentence (`Either this is X, …, or it is Y`).
         let either = |lead: &Mention| {
-            let written = lead.text.to_lowercase();
-            self.cues.alternative_openers.iter().any(|word| {
-                written
-                    .strip_prefix(word.as_str())
-                    .is_some_and(|rest| rest.starts_with(' '))
-            })
+            let opens = |written: &str| {
+                self.cues.alternative_openers.iter().any(|word| {
+                    written
+                        .strip_prefix(word.as_str())
+                        .is_some_and(|rest| rest.starts_with(' '))
+                })
+            };
+            let original = |at: usize| layout.folded.original(at);
+            let sentence_opens = offered
+                .iter()
+                .find(|f| lead.start <= original(f.start) && original(f.end) <= lead.end)
+                .is_some_and(|inside| {
+                    let sentence_start = layout.sentence_of(inside.start).0;
+                    opens(layout.folded.text[sentence_start..].trim_start())
+                });
+            opens(&lead.text.to_lowercase()) || sentence_opens
         };
         let opened = source == "sentence" && leading.as_ref().is_some_and(either);
         if (source == "first_listed" || opened)
@@ -384,10 +418,12 @@ impl Reader {
         layout: &Layout<'_>,
         offered: &[Found],
         declines: bool,
-    ) -> (Option<Mention>, &'static str) {
+    ) -> (Option<Mention>, &'static str, Option<(usize, usize)>) {
         let mut free = None;
-        let mut first = None;
+        let mut first: Option<Phrase> = None;
         let mut concluded = None;
+        // The entry a revision cue revised away, and where the revision is.
+        let mut revised_away = None;
         for hit in layout
             .hits
             .iter()
@@ -444,6 +480,17 @@ impl Reader {
                     .revisions
                     .contains(&layout.folded.text[hit.start..hit.end]);
                 if self.concludes(layout, hit.start) || revises {
+                    let before = concluded
+                        .as_ref()
+                        .or(first.as_ref())
+                        .and_then(|earlier: &Phrase| earlier.found);
+                    revised_away = match (revises, before, phrase.found) {
+                        (true, Some(old), Some(new)) if old.entry != new.entry => {
+                            Some((old.entry, phrase.start))
+                        }
+                        (true, _, _) => None,
+                        (false, _, _) => revised_away,
+                    };
                     concluded = Some(phrase);
                 } else if first.is_none() {
                     first = Some(phrase);
@@ -459,8 +506,8 @@ impl Reader {
             }
         }
         match concluded.or(first).or(free) {
-            Some(phrase) => (Some(self.lead(layout, phrase)), "sentence"),
-            None => (None, "none"),
+            Some(phrase) => (Some(self.lead(layout, phrase)), "sentence", revised_away),
+            None => (None, "none", None),
         }
     }
 
@@ -742,6 +789,46 @@ impl Reader {
         })
     }
 
+    /// The first diagnosis of the numbered item that the answer's last pick
+    /// names (`My answer is #3`, `I'd go with option 2`): a pick cue, then
+    /// the number, written bare or after `#`, `number`, `no.`, `option` or
+    /// `item`; the item is the line that opens with that number and `.` or
+    /// `)`.
+    fn picked_item(&self, layout: &Layout<'_>, offered: &[Found]) -> Option<Mention> {
+        let text = &layout.folded.text;
+        let number = self
+            .cues
+            .picks
+            .iter()
+            .flat_map(|cue| whole_word_places(text, cue).map(move |at| at + cue.len()))
+            .filter_map(|end| {
+                let rest = text[end..].trim_start();
+                let rest = ["#", "number ", "no. ", "no ", "option ", "item "]
+                    .iter()
+                    .find_map(|lead| rest.strip_prefix(lead))
+                    .unwrap_or(rest)
+                    .trim_start();
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                let after = rest[digits.len()..].chars().next();
+                let whole = after.is_none_or(|c| !c.is_alphanumeric());
+                (!digits.is_empty() && whole).then_some((end, digits))
+            })
+            .max_by_key(|(end, _)| *end)?
+            .1;
+        let line = layout.lines.iter().find(|line| {
+            let marker = text[line.start..line.content.max(line.start)].trim();
+            let marker = marker.trim_start_matches(['*', '#', '-', ' ']);
+            marker
+                .strip_prefix(number.as_str())
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with(')'))
+        })?;
+        let first = offered
+            .iter()
+            .filter(|f| f.start >= line.content && f.end <= line.end)
+            .min_by_key(|f| f.start)?;
+        Some(self.mention(layout, first.start, first.end, Some(*first)))
+    }
+
     /// Whether the first-listed `lead` is one of two different diagnoses
     /// that an alternative word (`or`) joins in the answer's opening
     /// sentence, outside brackets: `DLBCL or Burkitt lymphoma`, `myocarditis, or a shunt such
@@ -780,7 +867,13 @@ impl Reader {
                     .map(|f| f.entry)
                     .collect();
                 let second = offered.iter().find(|f| f.start >= at && f.end <= sentence_end);
+                // `X (…); ddx: Y or Z`: the word joins the differential's items.
+                let in_differential = layout
+                    .hits
+                    .iter()
+                    .any(|hit| hit.kind == Kind::Differential && hit.start >= inside.end && hit.end <= at);
                 inside.end <= at
+                    && !in_differential
                     && !first.is_empty()
                     && second.is_some_and(|second| !first.contains(&second.entry))
             })
@@ -1784,5 +1877,76 @@ pub(crate) mod tests {
         // Without a conclusion the first cue still leads.
         let (id, _, _) = leading("The ptosis suggests myasthenia gravis. The areflexia points to LEMS.");
         assert_eq!(id.as_deref(), Some("myasthenia_gravis"));
+    }
+
+    #[test]
+    fn an_exclusion_the_writer_makes_rules_out() {
+        let reading = reader()
+            .read("Most likely: myasthenia gravis. I would exclude botulism here: the pupils are normal.");
+        assert_eq!(ids(&reading.ruled_out), ["botulism"]);
+        // A pronoun with no clause-opening subject stands for the last
+        // diagnosis before the cue in its sentence.
+        let reading = reader().read(
+            "It's tempting to call this botulism, but I'd exclude it: the pupils react. \
+             The final diagnosis is myasthenia gravis.",
+        );
+        assert_eq!(ids(&reading.ruled_out), ["botulism"]);
+    }
+
+    #[test]
+    fn a_change_of_answer_and_a_second_look_name_the_leader() {
+        assert_all_lead(
+            &[
+                "My first thought is botulism. Actually, I'm going to change my answer: myasthenia gravis is \
+                 more likely.",
+                "This looks like botulism. Hold on, though. On reflection I'll go with myasthenia gravis.",
+            ],
+            "myasthenia_gravis",
+        );
+        // The diagnosis revised away is let go, not offered.
+        let reading = reader().read(
+            "My first thought is botulism. Actually, I'm going to change my answer: myasthenia gravis is \
+             more likely.",
+        );
+        assert_eq!(ids(&reading.ruled_out), ["botulism"]);
+        assert!(reading.differential.is_empty(), "{:?}", reading.differential);
+    }
+
+    #[test]
+    fn one_that_cannot_work_out_the_cause_declines() {
+        let (id, _, source) =
+            leading("I'm sorry, I can't work out what's causing your weakness. Please see a doctor soon.");
+        assert_eq!((id, source), (None, "none"));
+    }
+
+    #[test]
+    fn an_either_that_opens_the_sentence_leaves_the_choice_open() {
+        let (_, _, source) = leading(
+            "Either this is myasthenia gravis, with its fatigable ptosis, or it is LEMS; both are equally \
+             plausible until the EMG.",
+        );
+        assert_eq!(source, "alternatives");
+    }
+
+    #[test]
+    fn an_or_inside_the_differential_joins_its_items_not_the_leader() {
+        let (id, _, source) =
+            leading("Myasthenia gravis (fatigable ptosis); ddx: botulism or LEMS, thyroid eye disease.");
+        assert_eq!(
+            (id.as_deref(), source),
+            (Some("myasthenia_gravis"), "first_listed")
+        );
+    }
+
+    #[test]
+    fn a_pick_names_its_numbered_item() {
+        let list = "Options:\n1. Botulism: descending weakness\n2. LEMS: proximal weakness\n\
+                    3. Myasthenia gravis: fatigable ptosis\n\n";
+        let (id, _, source) = leading(&format!("{list}My answer is #3. The ice-pack test supports it."));
+        assert_eq!((id.as_deref(), source), (Some("myasthenia_gravis"), "sentence"));
+        assert_all_lead(&[&format!("{list}I'd go with option 2.")], "lambert_eaton");
+        // A number that is no item's, or a number that is a dose, picks nothing.
+        let (id, _, _) = leading(&format!("{list}My answer is #7."));
+        assert_ne!(id.as_deref(), Some("myasthenia_gravis"));
     }
 }

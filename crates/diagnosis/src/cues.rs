@@ -6,7 +6,8 @@
 //! `*` matches a word prefix). The structural cues — labels, leading,
 //! differential, rule-out and history cues — compete: where two overlap, the
 //! longer one is kept, so `cannot rule out X` offers X and `differential
-//! diagnosis:` is no `diagnosis:` label. The other kinds are found on their own.
+//! diagnosis:` is no `diagnosis:` label; a rule-out cue listed both forward
+//! and backward keeps both. The other kinds are found on their own.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -95,6 +96,9 @@ struct RawCues {
     /// Optional: words that open a pair of alternatives (`either`).
     #[serde(default)]
     alternative_openers: Vec<String>,
+    /// Optional: phrases that pick a numbered item (`my answer is #3`).
+    #[serde(default)]
+    picks: Vec<String>,
 
     spellings: BTreeMap<String, String>,
 }
@@ -203,6 +207,9 @@ pub(crate) struct Cues {
     pub alternatives: Vec<String>,
     /// Words that open a pair of alternatives (`either X or Y`), lower case.
     pub alternative_openers: Vec<String>,
+    /// Phrases followed by a numbered item's number (`my answer is #3`,
+    /// `I'd go with option 2`), lower case: that item leads.
+    pub picks: Vec<String>,
 
     pub lexicon: Lexicon,
 }
@@ -338,6 +345,7 @@ impl Cues {
             co_leads: lowered(&raw.co_leads),
             alternatives: lowered(&raw.alternatives),
             alternative_openers: lowered(&raw.alternative_openers),
+            picks: lowered(&raw.picks),
             hedges: raw.hedges,
             label_links: raw.label_links,
             narrative_starts: raw.narrative_starts,
@@ -368,11 +376,21 @@ impl Cues {
                 .cmp(&(left.end - left.start))
                 .then(left.start.cmp(&right.start))
         });
+        // A rule-out cue listed both ways excludes both ways (`X, which I
+        // would exclude`; `I would exclude X`): its two hits are both kept.
+        let both_ways = |hit: &Hit, other: &Hit| {
+            (hit.start, hit.end) == (other.start, other.end)
+                && matches!(
+                    (hit.kind, other.kind),
+                    (Kind::RuledOutForward, Kind::RuledOutBackward)
+                        | (Kind::RuledOutBackward, Kind::RuledOutForward)
+                )
+        };
         let mut kept: Vec<Hit> = Vec::new();
         for hit in structural {
             if !kept
                 .iter()
-                .any(|other| hit.start < other.end && other.start < hit.end)
+                .any(|other| hit.start < other.end && other.start < hit.end && !both_ways(&hit, other))
             {
                 kept.push(hit);
             }

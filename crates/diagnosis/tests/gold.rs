@@ -81,14 +81,24 @@
 //!   0.799 with totals only, then read for the twelfth round of general
 //!   rules. `CFEVAL_GOLD_REPORT=1` prints each disagreement. Fails below its
 //!   held-out measurement, rounded down to 0.05.
-//! - Held out (`tests/gold/diagnosis-answers-heldout12`), written blind on
-//!   2026-12-07 by a fifteenth writer from the case file and the thirteenth
-//!   set's README alone, in 37 styles (two thirds the everyday ways models
-//!   answer; 19 formats no other set has, among them tool-call JSON, agent
-//!   traces, ICD-10-coded answers, multiple-choice letters, and answers in
-//!   Portuguese, Italian and Dutch), and never read while the reader was
-//!   built: only its totals are printed, never an item, so that it stays a
-//!   measurement.
+//! - Fourteenth development set (`tests/gold/diagnosis-answers-dev14`),
+//!   written blind by a fifteenth writer from the case file and the
+//!   thirteenth set's README alone (37 styles; tool-call JSON, agent traces,
+//!   ICD-10-coded answers, multiple-choice letters; Portuguese, Italian and
+//!   Dutch answers), as the twelfth held-out set: measured at 0.921 before
+//!   and after the twelfth round with totals only, then read for the
+//!   thirteenth round of general rules. `CFEVAL_GOLD_REPORT=1` prints each
+//!   disagreement. Fails below its held-out measurement, rounded down to
+//!   0.05.
+//! - Held out (`tests/gold/diagnosis-answers-heldout13`), written blind on
+//!   2026-12-07 by a sixteenth writer from the case file and the fourteenth
+//!   set's README alone, in 36 styles (two thirds the everyday ways models
+//!   answer; 18 formats no other set has, among them answers in Spanish,
+//!   German, French and Romanian, confidence percentages, SOAP assessments,
+//!   consensus lines, abbreviations only, misspelled names, parent
+//!   categories and mechanisms named in place of the disease), and never
+//!   read while the reader was built: only its totals are printed, never an
+//!   item, so that it stays a measurement.
 
 use std::path::PathBuf;
 
@@ -138,10 +148,14 @@ const TWELFTH_FLOOR: f64 = 0.80;
 /// (0.799, kappa 0.712, after the eleventh round; 0.794 before it: see
 /// BENCHMARKS.md), rounded down to 0.05.
 const THIRTEENTH_FLOOR: f64 = 0.75;
-/// The held-out set's floor: what it measured when first run (0.921,
-/// kappa 0.884, before the twelfth round: see BENCHMARKS.md), rounded down
-/// to 0.05; a regression below it fails.
-const HELD_OUT_FLOOR: f64 = 0.90;
+/// The fourteenth development set's floor: what it measured held out
+/// (0.921, kappa 0.884, before and after the twelfth round: see
+/// BENCHMARKS.md), rounded down to 0.05.
+const FOURTEENTH_FLOOR: f64 = 0.90;
+/// The held-out set's floor: what it measured when first run (0.883, kappa 0.831,
+/// before the thirteenth round: see BENCHMARKS.md), rounded down to 0.05; a
+/// regression below it fails.
+const HELD_OUT_FLOOR: f64 = 0.85;
 /// The third development set's floor: its last held-out measurement
 /// (0.869), rounded down to 0.05.
 const THIRD_FLOOR: f64 = 0.85;
@@ -354,9 +368,18 @@ fn thirteenth_development_gold_set_agrees() {
 }
 
 #[test]
+fn fourteenth_development_gold_set_agrees() {
+    development_set_agrees(
+        "tests/gold/diagnosis-answers-dev14/answers.jsonl",
+        "fourteenth development",
+        FOURTEENTH_FLOOR,
+    );
+}
+
+#[test]
 fn held_out_gold_set_agrees() {
     let (agreement, _) = measure(
-        "tests/gold/diagnosis-answers-heldout12/answers.jsonl",
+        "tests/gold/diagnosis-answers-heldout13/answers.jsonl",
         "held out",
         false,
     );

@@ -64,7 +64,9 @@ impl Reader {
     /// The entries a forward rule-out cue excludes through a pronoun
     /// (`reactive arthritis would need a sterile joint, so I'm dropping
     /// it`): the last entry before the cue in its sentence that opens its
-    /// clause (an article before it allowed), the clause's subject.
+    /// clause (an article before it allowed), the clause's subject; with no
+    /// such subject, the last entry before the cue in its sentence (`it's
+    /// tempting to call this dumping syndrome, but I'd exclude it`).
     pub(super) fn dropped_by_pronoun(&self, layout: &Layout<'_>, found: &[Found]) -> Vec<Found> {
         let mut dropped = Vec::new();
         for hit in layout.hits.iter().filter(|hit| hit.kind == Kind::RuledOutForward) {
@@ -77,12 +79,16 @@ impl Reader {
                 continue;
             }
             let (sentence_start, _) = layout.sentence_of(hit.start);
-            let subject = found
+            let before: Vec<&Found> = found
                 .iter()
                 .filter(|f| f.start >= sentence_start && f.end <= hit.start)
-                .rfind(|f| layout.words_between(layout.clause_of(f.start).0, f.start) <= 1);
+                .collect();
+            let subject = before
+                .iter()
+                .rfind(|f| layout.words_between(layout.clause_of(f.start).0, f.start) <= 1)
+                .or(before.last());
             if let Some(subject) = subject {
-                dropped.push(*subject);
+                dropped.push(**subject);
             }
         }
         dropped
