@@ -473,25 +473,21 @@ const DEV7_PRECISION_FLOOR: f64 = 0.88;
 /// dictated letters with speech-recognition errors, EHR problem lists,
 /// clinic notes opening with a pasted pathology report), written blind on
 /// 2026-12-07 by a tenth hand from the seventh set's and the fifth set's
-/// READMEs alone, and never read to write a rule: only the figures are
-/// printed.
+/// READMEs alone. It was held out twice (0.897 / 0.861 before the tenth
+/// round, 0.910 / 0.875 after it) and is read as a development set since
+/// the eleventh, when `notes-heldout10` was written: every miss is printed
+/// under `CFEVAL_NOTES_REPORT=1`.
 #[test]
-fn notes_second_held_out_precision_and_recall() {
-    assert_set_holds(
-        "notes-heldout8",
-        false,
-        SECOND_HELD_OUT_PRECISION_FLOOR,
-        SECOND_HELD_OUT_RECALL_FLOOR,
-    );
+fn notes_eighth_development_set_precision_and_recall() {
+    let verbose = std::env::var_os("CFEVAL_NOTES_REPORT").is_some();
+    assert_set_holds("notes-dev8", verbose, DEV8_PRECISION_FLOOR, DEV8_RECALL_FLOOR);
 }
 
-/// Just under what the set measured when it was added, before the tenth
-/// round: precision 0.897, recall 0.861 (cancer type 1.000 / 1.000,
-/// metastatic 0.989 / 0.979, stage group 0.966 / 0.945, surgery 0.918 /
-/// 0.870, prior lines 0.547 / 0.537); after the tenth round 0.910 / 0.875
-/// (prior lines 0.626 / 0.620).
-const SECOND_HELD_OUT_RECALL_FLOOR: f64 = 0.86;
-const SECOND_HELD_OUT_PRECISION_FLOOR: f64 = 0.89;
+/// Just under its last held-out measurement, after the tenth round:
+/// precision 0.910, recall 0.875 (cancer type 1.000 / 1.000, metastatic
+/// 0.989 / 0.979, stage group 0.966 / 0.945, prior lines 0.626 / 0.620).
+const DEV8_RECALL_FLOOR: f64 = 0.86;
+const DEV8_PRECISION_FLOOR: f64 = 0.89;
 
 /// A tenth set of 96 notes in 8 more styles (hospice and district-nurse
 /// home visits, second-opinion letters from a tertiary centre, telehealth
@@ -516,6 +512,32 @@ fn notes_third_held_out_precision_and_recall() {
 const THIRD_HELD_OUT_RECALL_FLOOR: f64 = 0.87;
 const THIRD_HELD_OUT_PRECISION_FLOOR: f64 = 0.89;
 
+/// An eleventh set of 96 notes in 8 more styles (oncology day-unit nursing
+/// handovers, clinical-trial screening logs, pharmacists' chemotherapy
+/// verifications, geriatric-oncology assessments, patients' portal
+/// messages, radiology reports with a clinical-history header,
+/// inter-hospital transfer summaries, general practitioners' cancer care
+/// reviews), written blind on 2026-12-07 by a twelfth hand from the
+/// `notes-heldout9` and `notes-heldout8` READMEs alone, before the
+/// eleventh round; never read to write a rule: only the figures are
+/// printed.
+#[test]
+fn notes_fourth_held_out_precision_and_recall() {
+    assert_set_holds(
+        "notes-heldout10",
+        false,
+        FOURTH_HELD_OUT_PRECISION_FLOOR,
+        FOURTH_HELD_OUT_RECALL_FLOOR,
+    );
+}
+
+/// Just under what the set measured when it was added, before the
+/// eleventh round: precision 0.923, recall 0.880 (cancer type 0.989 /
+/// 0.958, metastatic 0.967 / 0.927, stage group 0.966 / 0.924, surgery
+/// 0.800 / 0.696, prior lines 0.786 / 0.778).
+const FOURTH_HELD_OUT_RECALL_FLOOR: f64 = 0.87;
+const FOURTH_HELD_OUT_PRECISION_FLOOR: f64 = 0.91;
+
 /// No panic on any cut of a real note: every prefix (at every 5th character
 /// boundary) of every note, as an editor or a broken export would leave it,
 /// is read, and every fact it gives still points at its own text.
@@ -531,8 +553,9 @@ fn every_cut_of_every_note_is_read_without_a_panic() {
         .chain(notes("notes-dev6"))
         .chain(notes("notes-heldout5"))
         .chain(notes("notes-dev7"))
-        .chain(notes("notes-heldout8"))
+        .chain(notes("notes-dev8"))
         .chain(notes("notes-heldout9"))
+        .chain(notes("notes-heldout10"))
     {
         let ends: Vec<usize> = note
             .text
@@ -571,6 +594,8 @@ fn one_development_note_is_printed_on_request() {
         "notes-dev4",
         "notes-dev5",
         "notes-dev6",
+        "notes-dev7",
+        "notes-dev8",
     ];
     for note in development.into_iter().flat_map(notes) {
         if std::ffi::OsStr::new(&note.id) != id {
