@@ -273,11 +273,9 @@ pub fn prior_lines(lexicon: &Lexicon, tokens: &Tokens<'_>, clauses: &[(usize, us
             } else {
                 (before, after)
             };
-            if let Some(index) = words
-                .ongoing
-                .find(tokens, from, to)
-                .or_else(|| (from..to).find(|&index| cycle_label(tokens.lower(index))))
-            {
+            if let Some(index) = words.ongoing.find(tokens, from, to).or_else(|| {
+                (from..to).find(|&index| cycle_label(tokens.lower(index)) || cycle_number(tokens, index))
+            }) {
                 lines[id].take(Outcome::Ongoing, index, clause_index);
                 lines[id].given_now = true;
             }
@@ -568,6 +566,16 @@ fn cycle_label(word: &str) -> bool {
         Some((cycle, day)) => digits(cycle) && digits(day),
         None => digits(rest),
     }
+}
+
+/// Whether `cycle` and a number are written at token `index` (`here for
+/// cycle 5`, `due cycle 6`, `day 9 after cycle 2`): one cycle named, as a
+/// cycle label does (`C5`); a count of cycles (`6 cycles`) names none.
+fn cycle_number(tokens: &Tokens<'_>, index: usize) -> bool {
+    let number = tokens.lower(index + 1);
+    tokens.lower(index) == "cycle"
+        && (1..=2).contains(&number.len())
+        && number.bytes().all(|byte| byte.is_ascii_digit())
 }
 
 /// Whether the line opening at token `line` is headed by an aside label
@@ -1624,6 +1632,16 @@ mod tests {
             pairs(&[("pembrolizumab", "ongoing")])
         );
         assert!(cycle_label("c4d1") && cycle_label("c12") && !cycle_label("cd") && !cycle_label("c123"));
+        // `cycle` and its number, as a cycle label.
+        assert_eq!(
+            outcomes("Adjuvant pembrolizumab, PR on CT 08/2025 - here for cycle 5 (of 9)."),
+            pairs(&[("pembrolizumab", "ongoing")])
+        );
+        // A count of cycles names no cycle given now.
+        assert_eq!(
+            outcomes("FOLFOX from 01/2024 to 06/2024, 12 cycles, partial response on CT."),
+            pairs(&[("FOLFOX", "response")])
+        );
     }
 
     /// `mCRPC` after a hormone line is its progression, and the drugs of

@@ -426,6 +426,8 @@ fn forward(
     let mut cps = false;
     let mut ihc_score: Option<(u32, usize, usize)> = None;
     let mut saw_mutation = None;
+    // A `no` or `not` before the status (`BRAF: no V600 mutation detected`).
+    let mut negation = None;
     let mut index = from;
     while index < stop {
         let word = tokens.lower(index);
@@ -498,9 +500,20 @@ fn forward(
             index = end;
             continue;
         }
+        if matches!(word, "no" | "not") {
+            negation.get_or_insert(index);
+        }
         if let Some((value, length)) = status_at(lexicon, tokens, index, marker) {
             if word_status.is_none() {
-                word_status = Some((value, index, index + length));
+                word_status = Some(restated(
+                    lexicon,
+                    tokens,
+                    value,
+                    index,
+                    index + length,
+                    stop,
+                    negation,
+                ));
             }
             if marker != "PD-L1" || number.is_some() {
                 break;
@@ -575,6 +588,40 @@ fn forward(
         first: index,
         end: index + 1,
     })
+}
+
+/// The status a forward scan found at `first..end`, read on: a variant
+/// or an alteration noun (`V600E`, `fusion`) with a status right after it
+/// takes that status (`BRAF V600E not detected`, `NTRK fusion negative`: what
+/// was tested for, then its result), and a positive one after a `no` or
+/// `not` at most three words before it is negative (`no V600 mutation
+/// detected`).
+fn restated<'l>(
+    lexicon: &'l Lexicon,
+    tokens: &Tokens<'_>,
+    value: &'l str,
+    first: usize,
+    end: usize,
+    stop: usize,
+    negation: Option<usize>,
+) -> (&'l str, usize, usize) {
+    let noun = end == first + 1
+        && (is_variant(tokens.raw(first)) || lexicon.markers.negated_nouns.len_at(tokens, first) == Some(1));
+    if value == "positive" && noun {
+        let mut next = end;
+        if next < stop && lexicon.markers.negated_nouns.len_at(tokens, next) == Some(1) {
+            next += 1;
+        }
+        if next < stop
+            && let Some((length, after)) = lexicon.markers.statuses.at(tokens, next)
+        {
+            return (after.as_str(), first, next + length);
+        }
+    }
+    if value == "positive" && negation.is_some_and(|at| at < first && first - at <= 3) {
+        return ("negative", first, end);
+    }
+    (value, first, end)
 }
 
 /// HER2 by IHC score, with an ISH result settling 2+.
@@ -732,6 +779,49 @@ mod tests {
         );
         assert_eq!(statuses("EML4-ALK fusion"), pairs(&[("ALK", "positive")]));
         assert_eq!(statuses("ROS1 testing failed"), pairs(&[("ROS1", "unknown")]));
+    }
+
+    /// What was tested for, then its result: a variant or an alteration noun
+    /// takes the status written right after it; a `no` before it negates.
+    #[test]
+    fn a_tested_variant_takes_the_result_after_it() {
+        assert_eq!(
+            statuses("BRAF V600E not detected."),
+            pairs(&[("BRAF", "negative")])
+        );
+        assert_eq!(
+            statuses("NTRK fusion not detected"),
+            pairs(&[("NTRK", "negative")])
+        );
+        assert_eq!(statuses("EGFR L858R pending"), pairs(&[("EGFR", "unknown")]));
+        assert_eq!(
+            statuses("BRAF: no V600 mutation detected (wild-type)."),
+            pairs(&[("BRAF", "negative")])
+        );
+        assert_eq!(
+            statuses("KRAS G12D; MSS"),
+            pairs(&[("KRAS", "positive"), ("MSI", "negative")])
+        );
+        assert_eq!(
+            statuses("ALK fusion, on alectinib"),
+            pairs(&[("ALK", "positive")])
+        );
+    }
+
+    #[test]
+    fn pathogenic_variants_and_ras_wild_type() {
+        assert_eq!(
+            statuses("Germline testing showed a BRCA2 pathogenic variant c.7007G>A."),
+            pairs(&[("BRCA", "positive")])
+        );
+        assert_eq!(
+            statuses("BRCA1/2: no pathogenic variant in germline or tumour."),
+            pairs(&[("BRCA", "negative")])
+        );
+        assert_eq!(
+            statuses("RAS wt, MSS."),
+            pairs(&[("KRAS", "negative"), ("NRAS", "negative"), ("MSI", "negative")])
+        );
     }
 
     #[test]
