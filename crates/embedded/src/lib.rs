@@ -393,10 +393,11 @@ impl EmbeddedModel {
         })
     }
 
-    /// Restores the longest kept prefix of `tokens` into the fresh `context`;
-    /// returns its length and where this prompt's state is to be kept (none
+    /// Restores into the fresh `context` the kept state that shares the most
+    /// whole batches with `tokens`, cut to those batches; returns how many
+    /// tokens it restored and where this prompt's state is to be kept (none
     /// when the cache is off, the prompt has no whole batch before its last
-    /// token, or that prefix is kept already).
+    /// token, or a kept state covers that prefix already).
     fn restore_prefix(
         &self,
         context: &mut llama_cpp_2::context::LlamaContext<'_>,
@@ -412,19 +413,34 @@ impl EmbeddedModel {
                 return (0, None);
             }
             let keep_at = (tokens.len() - 1) / batch_size * batch_size;
-            let keep_at = (keep_at > 0 && !prefixes.contains(&tokens[..keep_at])).then_some(keep_at);
-            (prefixes.longest(tokens), keep_at)
+            let keep_at = (keep_at > 0 && !prefixes.covers(&tokens[..keep_at])).then_some(keep_at);
+            (prefixes.longest(tokens, batch_size), keep_at)
         };
-        let Some((length, state)) = found else {
+        let Some((shared, held, state)) = found else {
             return (0, keep_at);
         };
-        if let Err(error) = context.state_seq_set(&state, 0) {
+        // The positions after the shared batches are dropped, so the cache
+        // holds what a call without it would have computed by then.
+        let restored = context
+            .state_seq_set(&state, 0)
+            .map_err(|error| error.to_string())
+            .and_then(|()| {
+                if held == shared {
+                    return Ok(());
+                }
+                match context.clear_kv_cache_seq(Some(0), Some(shared as u32), None) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err("the positions after the shared batches could not be dropped".into()),
+                    Err(error) => Err(error.to_string()),
+                }
+            });
+        if let Err(error) = restored {
             // Processed from the start instead: slower, never different.
             tracing::debug!(%error, "a kept prompt prefix could not be restored");
             context.clear_kv_cache();
             return (0, keep_at);
         }
-        (length, keep_at.filter(|&at| at > length))
+        (shared, keep_at.filter(|&at| at > shared))
     }
 
     /// Keeps the state of `context` as that of the prefix `tokens`. A state

@@ -4,8 +4,12 @@
 //!
 //! What is kept is the model's state (its KV cache) after a prompt's first
 //! `k × batch` tokens, captured at a batch boundary with at least one more
-//! token after it. A later prompt that starts with the same `k × batch`
-//! tokens restores that state and processes only the batches after it.
+//! token after it. A later prompt that shares its first `j ≤ k` batches
+//! with a kept state restores it, drops the positions after those `j`
+//! batches, and processes only the batches after them. A state whose tokens
+//! a newer state extends (the same conversation a turn later) serves no
+//! prompt the newer one cannot, so it is dropped: one state per
+//! conversation, not one per turn.
 //!
 //! This changes no output. The prompt is always processed in batches that
 //! start at multiples of the batch size, whether or not a prefix was
@@ -67,32 +71,55 @@ impl<S: StateBytes> PrefixCache<S> {
         self.capacity > 0
     }
 
-    /// The state of the longest kept prefix of `tokens` shorter than
-    /// `tokens` itself, with its length.
-    pub(crate) fn longest(&mut self, tokens: &[LlamaToken]) -> Option<(usize, Arc<S>)> {
+    /// The kept state sharing the most whole batches (of `batch` tokens)
+    /// with `tokens`, short of `tokens`' last token: how many tokens they
+    /// share, how many the state holds, and the state.
+    pub(crate) fn longest(&mut self, tokens: &[LlamaToken], batch: usize) -> Option<(usize, usize, Arc<S>)> {
         self.clock += 1;
         let clock = self.clock;
+        let limit = tokens.len().saturating_sub(1) / batch * batch;
+        let shared = |entry: &Entry<S>| {
+            let common = entry
+                .tokens
+                .iter()
+                .zip(tokens)
+                .take_while(|(a, b)| a == b)
+                .count();
+            common.min(limit) / batch * batch
+        };
         let entry = self
             .entries
             .iter_mut()
-            .filter(|entry| entry.tokens.len() < tokens.len() && tokens.starts_with(&entry.tokens))
-            .max_by_key(|entry| entry.tokens.len())?;
+            .map(|entry| (shared(entry), entry))
+            .filter(|(shared, _)| *shared > 0)
+            .max_by_key(|(shared, entry)| (*shared, std::cmp::Reverse(entry.tokens.len())))?;
+        let (shared, entry) = entry;
         entry.last_used = clock;
-        Some((entry.tokens.len(), Arc::clone(&entry.state)))
+        Some((shared, entry.tokens.len(), Arc::clone(&entry.state)))
     }
 
-    /// Whether the state of exactly `tokens` is kept.
-    pub(crate) fn contains(&self, tokens: &[LlamaToken]) -> bool {
-        self.entries.iter().any(|entry| entry.tokens == tokens)
+    /// Whether a kept state holds `tokens` (they are its tokens or a prefix
+    /// of them).
+    pub(crate) fn covers(&self, tokens: &[LlamaToken]) -> bool {
+        self.entries.iter().any(|entry| entry.tokens.starts_with(tokens))
     }
 
-    /// Keeps `state` as the state after `tokens`, evicting the least recently
-    /// used states until it fits; a state larger than the whole capacity is
-    /// not kept.
+    /// Keeps `state` as the state after `tokens`, dropping the states it
+    /// extends and evicting the least recently used until it fits; a state
+    /// already covered, or larger than the whole capacity, is not kept.
     pub(crate) fn insert(&mut self, tokens: Vec<LlamaToken>, state: S) {
         let bytes = state.byte_len();
-        if bytes > self.capacity || self.contains(&tokens) {
+        if bytes > self.capacity || self.covers(&tokens) {
             return;
+        }
+        let mut index = 0;
+        while index < self.entries.len() {
+            if tokens.starts_with(&self.entries[index].tokens) {
+                let extended = self.entries.swap_remove(index);
+                self.used -= extended.state.byte_len();
+            } else {
+                index += 1;
+            }
         }
         while self.used + bytes > self.capacity {
             let Some(oldest) = self
@@ -134,21 +161,37 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_kept_prefix_shorter_than_the_prompt_is_restored() {
+    fn the_most_shared_whole_batches_short_of_the_last_token_are_restored() {
         let mut cache = PrefixCache::new(1000);
-        cache.insert(tokens(0..4), Fake(10));
         cache.insert(tokens(0..8), Fake(10));
         cache.insert(tokens(100..108), Fake(10));
-        let (length, _) = cache.longest(&tokens(0..12)).unwrap();
-        assert_eq!(length, 8);
-        // A prefix as long as the prompt is never restored: its last logits are not kept.
-        let (length, _) = cache.longest(&tokens(0..8)).unwrap();
-        assert_eq!(length, 4);
-        // A prompt that differs inside a kept prefix gets the shorter one.
-        let mut diverging = tokens(0..12);
-        diverging[6] = LlamaToken(999);
-        assert_eq!(cache.longest(&diverging).unwrap().0, 4);
-        assert!(cache.longest(&tokens(1..12)).is_none());
+        let shared = |cache: &mut PrefixCache<Fake>, prompt: &[LlamaToken]| {
+            cache.longest(prompt, 4).map(|(shared, held, _)| (shared, held))
+        };
+        assert_eq!(shared(&mut cache, &tokens(0..12)), Some((8, 8)));
+        // Never the prompt's last token: its logits are not kept.
+        assert_eq!(shared(&mut cache, &tokens(0..8)), Some((4, 8)));
+        // A prompt that parts from a state inside its second batch shares the first.
+        let mut parting = tokens(0..12);
+        parting[6] = LlamaToken(999);
+        assert_eq!(shared(&mut cache, &parting), Some((4, 8)));
+        // Less than a batch shared is nothing.
+        let mut early = tokens(0..12);
+        early[2] = LlamaToken(999);
+        assert_eq!(shared(&mut cache, &early), None);
+        assert_eq!(shared(&mut cache, &tokens(1..12)), None);
+    }
+
+    #[test]
+    fn a_state_its_extension_covers_is_dropped() {
+        let mut cache = PrefixCache::new(1000);
+        cache.insert(tokens(0..4), Fake(10));
+        cache.insert(tokens(0..8), Fake(20));
+        assert_eq!((cache.used, cache.entries.len()), (20, 1));
+        // A prefix of a kept state is covered: not kept again.
+        cache.insert(tokens(0..4), Fake(10));
+        assert_eq!((cache.used, cache.entries.len()), (20, 1));
+        assert!(cache.covers(&tokens(0..4)) && !cache.covers(&tokens(0..9)));
     }
 
     #[test]
@@ -157,12 +200,12 @@ mod tests {
         cache.insert(tokens(0..4), Fake(10));
         cache.insert(tokens(10..14), Fake(10));
         // Using the first makes the second the oldest.
-        assert_eq!(cache.longest(&tokens(0..5)).unwrap().0, 4);
+        assert_eq!(cache.longest(&tokens(0..5), 4).unwrap().0, 4);
         cache.insert(tokens(20..24), Fake(10));
         assert_eq!(cache.used, 20);
-        assert!(cache.contains(&tokens(0..4)));
-        assert!(!cache.contains(&tokens(10..14)));
-        assert!(cache.contains(&tokens(20..24)));
+        assert!(cache.covers(&tokens(0..4)));
+        assert!(!cache.covers(&tokens(10..14)));
+        assert!(cache.covers(&tokens(20..24)));
         // Kept once: the same prefix again changes nothing.
         cache.insert(tokens(20..24), Fake(10));
         assert_eq!((cache.used, cache.entries.len()), (20, 2));
@@ -176,6 +219,6 @@ mod tests {
         let mut cache = PrefixCache::new(0);
         assert!(!cache.enabled());
         cache.insert(tokens(0..4), Fake(1));
-        assert!(cache.longest(&tokens(0..8)).is_none());
+        assert!(cache.longest(&tokens(0..8), 4).is_none());
     }
 }
