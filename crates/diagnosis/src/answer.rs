@@ -93,6 +93,19 @@ pub struct Reader {
     hash: String,
 }
 
+/// The first offered entry inside `start..end` (original-text bounds, as a
+/// [`Mention`]'s are).
+fn entry_within<'f>(
+    layout: &Layout<'_>,
+    offered: &'f [Found],
+    start: usize,
+    end: usize,
+) -> Option<&'f Found> {
+    offered
+        .iter()
+        .find(|f| start <= layout.folded.original(f.start) && layout.folded.original(f.end) <= end)
+}
+
 /// Lets the diagnosis `old` that a revision at `revision` revised away go:
 /// its mentions before the revision are ruled out (`dropped`), not offered;
 /// unless the answer names it again after the revision (`… keeping X as the
@@ -248,10 +261,7 @@ impl Reader {
                     Self::entry_after(&layout, hit.end, end, &offered, 2)
                 });
             if let Some(phrase) = revised {
-                let within = |f: &Found| {
-                    layout.folded.original(f.start) >= lead_start && layout.folded.original(f.end) <= lead_end
-                };
-                if let Some(old) = offered.iter().find(|f| within(f)).map(|f| f.entry)
+                if let Some(old) = entry_within(&layout, &offered, lead_start, lead_end).map(|f| f.entry)
                     && phrase.found.is_some_and(|new| new.entry != old)
                 {
                     let_go(&mut offered, &mut dropped, old, phrase.start);
@@ -306,11 +316,8 @@ impl Reader {
                         .is_some_and(|rest| rest.starts_with(' '))
                 })
             };
-            let original = |at: usize| layout.folded.original(at);
-            let sentence_opens = offered
-                .iter()
-                .find(|f| lead.start <= original(f.start) && original(f.end) <= lead.end)
-                .is_some_and(|inside| {
+            let sentence_opens =
+                entry_within(&layout, &offered, lead.start, lead.end).is_some_and(|inside| {
                     let sentence_start = layout.sentence_of(inside.start).0;
                     opens(layout.folded.text[sentence_start..].trim_start())
                 });
@@ -836,11 +843,7 @@ impl Reader {
     /// `anywhere`: an `either` pair, undecided in any sentence (else only
     /// in the answer's opening one).
     fn is_undecided(&self, layout: &Layout<'_>, offered: &[Found], lead: &Mention, anywhere: bool) -> bool {
-        let original = |at: usize| layout.folded.original(at);
-        let Some(inside) = offered
-            .iter()
-            .find(|f| lead.start <= original(f.start) && original(f.end) <= lead.end)
-        else {
+        let Some(inside) = entry_within(layout, offered, lead.start, lead.end) else {
             return false;
         };
         let (sentence_start, sentence_end) = layout.sentence_of(inside.start);

@@ -558,24 +558,25 @@ fn refused_before(lexicon: &Lexicon, tokens: &Tokens<'_>, start: usize, regimen:
 /// Whether a word labels a cycle under way (`C9`, `C4D1`, `c12d8`): `c`,
 /// one or two digits, then optionally `d` and one or two digits.
 fn cycle_label(word: &str) -> bool {
-    let digits = |part: &str| (1..=2).contains(&part.len()) && part.bytes().all(|byte| byte.is_ascii_digit());
     let Some(rest) = word.strip_prefix('c') else {
         return false;
     };
     match rest.split_once('d') {
-        Some((cycle, day)) => digits(cycle) && digits(day),
-        None => digits(rest),
+        Some((cycle, day)) => cycle_digits(cycle) && cycle_digits(day),
+        None => cycle_digits(rest),
     }
+}
+
+/// A cycle's or day's number as cycle labels write it: one or two digits.
+fn cycle_digits(part: &str) -> bool {
+    (1..=2).contains(&part.len()) && part.bytes().all(|byte| byte.is_ascii_digit())
 }
 
 /// Whether `cycle` and a number are written at token `index` (`here for
 /// cycle 5`, `due cycle 6`, `day 9 after cycle 2`): one cycle named, as a
 /// cycle label does (`C5`); a count of cycles (`6 cycles`) names none.
 fn cycle_number(tokens: &Tokens<'_>, index: usize) -> bool {
-    let number = tokens.lower(index + 1);
-    tokens.lower(index) == "cycle"
-        && (1..=2).contains(&number.len())
-        && number.bytes().all(|byte| byte.is_ascii_digit())
+    tokens.lower(index) == "cycle" && cycle_digits(tokens.lower(index + 1))
 }
 
 /// Whether the line opening at token `line` is headed by an aside label
